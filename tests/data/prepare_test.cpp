@@ -1,0 +1,669 @@
+// `wit prepare` end to end: text, directory, JSONL, llm.c and KJV inputs; splits that depend
+// only on content and seed; shards that agree with the manifest; refusals and safe failures;
+// and Dataset::open on the result.
+#include "trainer/data/prepare.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "core/error.h"
+#include "tests/data/temp_dir.h"
+#include "trainer/data/corpus.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/manifest.h"
+#include "trainer/data/shard.h"
+#include "trainer/data/split.h"
+#include "trainer/data/tokenizer.h"
+
+namespace wit::data {
+namespace {
+
+using wit::testing::error_of;
+using wit::testing::TempDir;
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), std::streamsize(text.size()));
+}
+
+std::vector<std::string> numbered_documents(size_t n) {
+  std::vector<std::string> docs;
+  for (size_t i = 0; i < n; ++i)
+    docs.push_back("document number " + std::to_string(i) + "\n" + std::string(i % 7, 'x') + "\n");
+  return docs;
+}
+
+std::string join_with_separators(const std::vector<std::string>& docs) {
+  std::string text;
+  for (size_t i = 0; i < docs.size(); ++i) text += (i ? "<|endoftext|>\n" : "") + docs[i];
+  return text;
+}
+
+// Every document's text, decoded from the shards through the manifest's offsets and lengths.
+std::vector<std::string> documents_from_shards(const Dataset& data) {
+  std::vector<std::string> out;
+  for (const DocumentEntry& d : data.manifest().documents) {
+    std::vector<uint16_t> tokens(d.length);
+    data.split(d.split).read(data.stream_offset(d), d.length, tokens.data());
+    EXPECT_EQ(tokens[0], kByteEot) << "document " << d.id;
+    out.push_back(decode_bytes(tokens.data(), tokens.size()));
+  }
+  return out;
+}
+
+// Checks what every prepared dir must satisfy: shards agree with the manifest, documents tile
+// their split's stream, hashes are of the decoded text.
+void check_consistent(const fs::path& out, const PrepareReport& report) {
+  Dataset data = Dataset::open(out);
+  const Manifest& m = data.manifest();
+  EXPECT_EQ(m.root, report.root);
+  EXPECT_EQ(m.documents.size(), report.documents);
+  EXPECT_EQ(data.train().size(), report.train_tokens);
+  EXPECT_EQ(data.val().size(), report.val_tokens);
+  uint64_t lengths[2] = {0, 0};
+  for (const DocumentEntry& d : m.documents) lengths[d.split] += d.length;
+  EXPECT_EQ(lengths[kSplitTrain], report.train_tokens);
+  EXPECT_EQ(lengths[kSplitVal], report.val_tokens);
+  ASSERT_EQ(report.shards.size(), m.shards.size());
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    EXPECT_EQ(report.shards[i], out / m.shards[i].file);
+    EXPECT_EQ(Shard(out / m.shards[i].file).size(), m.shards[i].tokens);
+  }
+  data.verify_shard_hashes();
+  if (m.tokenizer == "byte") {
+    std::vector<std::string> texts = documents_from_shards(data);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      EXPECT_EQ(sha256(texts[i]), m.documents[i].sha256) << "document " << i;
+      EXPECT_EQ(m.documents[i].length, texts[i].size() + 1);
+      // Byte-level documents never straddle shards.
+      EXPECT_LE(m.documents[i].offset + m.documents[i].length,
+                m.shards[m.documents[i].shard].tokens);
+    }
+  }
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp-" + std::to_string(::getpid())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corpus readers
+
+TEST(Corpus, text_file_splits_at_separator_lines_and_canonicalizes_crlf) {
+  TempDir dir;
+  write_text(dir / "c.txt",
+             "first\r\ndoc\r\n<|endoftext|>\r\nsecond <|endoftext|> inline\n<|endoftext|>\n"
+             "<|endoftext|>\nlast\r");
+  std::vector<Document> docs = collect_documents(dir / "c.txt", "text", "text");
+  ASSERT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[0].text, "first\ndoc\n");
+  EXPECT_EQ(docs[1].text, "second <|endoftext|> inline\n");
+  EXPECT_EQ(docs[2].text, "");        // between two separators: prepare skips it
+  EXPECT_EQ(docs[3].text, "last\r");  // a lone CR is kept
+  EXPECT_EQ(docs[0].source, (dir / "c.txt").string() + ":1");
+  EXPECT_EQ(docs[1].source, (dir / "c.txt").string() + ":4");
+  EXPECT_EQ(docs[3].source, (dir / "c.txt").string() + ":7");
+}
+
+TEST(Corpus, text_file_without_separators_is_one_document) {
+  TempDir dir;
+  write_text(dir / "one.txt", "just\none document\n");
+  std::vector<Document> docs = collect_documents(dir / "one.txt", "auto", "text");
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].text, "just\none document\n");
+  EXPECT_EQ(docs[0].source, (dir / "one.txt").string());
+}
+
+TEST(Corpus, directory_is_read_recursively_in_path_order_skipping_hidden_files) {
+  TempDir dir;
+  write_text(dir / "in/b.txt", "B");
+  write_text(dir / "in/a/z.txt", "AZ1\n<|endoftext|>\nAZ2");
+  write_text(dir / "in/a.txt", "A");
+  write_text(dir / "in/.hidden", "H");
+  write_text(dir / "in/.git/config", "G");
+  std::vector<Document> docs = collect_documents(dir / "in", "auto", "text");
+  std::vector<std::string> texts, sources;
+  for (auto& d : docs) texts.push_back(d.text), sources.push_back(d.source);
+  EXPECT_EQ(texts, (std::vector<std::string>{"A", "AZ1\n", "AZ2", "B"}));
+  EXPECT_EQ(sources, (std::vector<std::string>{"a.txt", "a/z.txt:1", "a/z.txt:3", "b.txt"}));
+}
+
+TEST(Corpus, jsonl_reads_the_named_field_and_names_bad_lines) {
+  TempDir dir;
+  write_text(
+      dir / "d.jsonl",
+      "{\"text\": \"one\\r\\ntwo\", \"id\": 1}\n\n{\"body\": \"x\", \"text\": \"\\u00e9\"}\n");
+  std::vector<Document> docs = collect_documents(dir / "d.jsonl", "auto", "text");
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].text, "one\ntwo");
+  EXPECT_EQ(docs[1].text, "\xc3\xa9");
+  EXPECT_EQ(docs[1].source, (dir / "d.jsonl").string() + ":3");
+
+  std::string where = (dir / "d.jsonl").string();
+  std::string msg = error_of([&] { collect_documents(dir / "d.jsonl", "jsonl", "body"); });
+  EXPECT_TRUE(contains(msg, where + ":1: the object has no field 'body'")) << msg;
+  msg = error_of([&] { collect_documents(dir / "d.jsonl", "jsonl", "id"); });
+  EXPECT_TRUE(contains(msg, where + ":1: field 'id' is number, expected a string")) << msg;
+
+  write_text(dir / "bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"unterminated}\n");
+  msg = error_of([&] { collect_documents(dir / "bad.jsonl", "auto", "text"); });
+  EXPECT_TRUE(contains(msg, (dir / "bad.jsonl").string() + ":2: invalid JSON")) << msg;
+  write_text(dir / "arr.jsonl", "[1, 2]\n");
+  msg = error_of([&] { collect_documents(dir / "arr.jsonl", "auto", "text"); });
+  EXPECT_TRUE(contains(msg, ":1: expected a JSON object, found array")) << msg;
+}
+
+TEST(Corpus, formats_are_detected_from_the_input) {
+  TempDir dir;
+  write_text(dir / "a.txt", "x");
+  write_text(dir / "a.jsonl", "{}");
+  write_text(dir / "a.bin", "x");
+  write_text(dir / "bins/x.bin", "x");
+  write_text(dir / "bins/.hidden", "x");
+  write_text(dir / "mixed/x.bin", "x");
+  write_text(dir / "mixed/readme.md", "x");
+  write_text(dir / "nested/sub/x.bin", "x");
+  EXPECT_EQ(resolve_format("", "auto"), "kjv");
+  EXPECT_EQ(resolve_format(dir / "a.txt", "auto"), "text");
+  EXPECT_EQ(resolve_format(dir / "a.jsonl", "auto"), "jsonl");
+  EXPECT_EQ(resolve_format(dir / "a.bin", "auto"), "llmc");
+  EXPECT_EQ(resolve_format(dir / "bins", "auto"), "llmc");
+  EXPECT_EQ(resolve_format(dir / "mixed", "auto"), "dir");
+  EXPECT_EQ(resolve_format(dir / "nested", "auto"), "dir");
+  EXPECT_EQ(resolve_format(dir / "a.jsonl", "text"), "text");
+  EXPECT_TRUE(contains(error_of([&] { resolve_format(dir / "a.txt", "csv"); }),
+                       "unknown corpus format 'csv'"));
+  EXPECT_TRUE(
+      contains(error_of([&] { resolve_format(dir / "nope.txt", "auto"); }), "does not exist"));
+  EXPECT_TRUE(
+      contains(error_of([&] { resolve_format(dir / "a.txt", "dir"); }), "needs a directory"));
+  EXPECT_TRUE(contains(error_of([&] { resolve_format("", "jsonl"); }), "needs an input path"));
+}
+
+TEST(Corpus, kjv_is_1189_chapters_starting_with_genesis) {
+  std::vector<Document> docs;
+  read_kjv_documents([&](Document&& d) { docs.push_back(std::move(d)); });
+  ASSERT_EQ(docs.size(), 1189u);
+  EXPECT_EQ(docs[0].source, "Genesis 1");
+  EXPECT_EQ(
+      docs[0].text.rfind("Genesis 1\n1 In the beginning God created the heaven and the earth.\n"
+                         "2 And the earth was without form",
+                         0),
+      0u)
+      << docs[0].text.substr(0, 200);
+  EXPECT_EQ(docs[49].source, "Genesis 50");
+  EXPECT_EQ(docs[50].source, "Exodus 1");
+  EXPECT_EQ(docs[1188].source, "Revelation 22");
+  EXPECT_TRUE(contains(docs[1188].text,
+                       "\n21 The grace of our Lord Jesus Christ be with you all. Amen.\n"));
+  std::map<std::string, int> chapters_per_book;
+  for (auto& d : docs) chapters_per_book[d.source.substr(0, d.source.rfind(' '))]++;
+  EXPECT_EQ(chapters_per_book.size(), 66u);
+  EXPECT_EQ(chapters_per_book["Psalms"], 150);
+  EXPECT_EQ(chapters_per_book["Song of Solomon"], 8);
+  EXPECT_EQ(chapters_per_book["3 John"], 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Splits
+
+TEST(Split, depends_only_on_content_and_seed) {
+  std::vector<Digest> docs;
+  for (int i = 0; i < 2000; ++i) docs.push_back(sha256("doc " + std::to_string(i)));
+  std::vector<uint8_t> a = assign_splits(docs, 7, 0.1);
+  size_t val = std::count(a.begin(), a.end(), kSplitVal);
+  EXPECT_GT(val, 140u);  // ~200 expected
+  EXPECT_LT(val, 260u);
+  EXPECT_EQ(assign_splits(docs, 7, 0.1), a);
+  EXPECT_NE(assign_splits(docs, 8, 0.1), a);
+  uint64_t threshold = uint64_t(std::ceil(std::ldexp(0.1, 64)));
+  for (size_t i = 0; i < docs.size(); ++i)
+    EXPECT_EQ(a[i], split_key(7, docs[i]) < threshold ? kSplitVal : kSplitTrain) << i;
+  std::vector<Digest> reversed(docs.rbegin(), docs.rend());
+  std::vector<uint8_t> r = assign_splits(reversed, 7, 0.1);
+  for (size_t i = 0; i < docs.size(); ++i) EXPECT_EQ(r[docs.size() - 1 - i], a[i]);
+  std::vector<uint8_t> none = assign_splits(docs, 7, 0.0);
+  EXPECT_EQ(std::count(none.begin(), none.end(), kSplitVal), 0);
+  EXPECT_THROW(assign_splits(docs, 7, 1.0), Error);
+  EXPECT_THROW(assign_splits(docs, 7, -0.1), Error);
+}
+
+TEST(Split, threshold_is_exact) {
+  // A document whose key lies mid-range, and companions below and above it, so that the
+  // tiny-corpus corrections never apply.
+  Digest doc{};
+  uint64_t key = 0;
+  for (int i = 0; key < (uint64_t(1) << 62) || key > 3 * (uint64_t(1) << 62); ++i)
+    key = split_key(3, doc = sha256("mid " + std::to_string(i)));
+  uint64_t floor_key = key >> 11 << 11;  // exactly representable as a double
+  Digest low{}, high{};
+  for (int i = 0; split_key(3, low = sha256("low " + std::to_string(i))) >= floor_key; ++i) {
+  }
+  for (int i = 0; split_key(3, high = sha256("high " + std::to_string(i))) < floor_key + 4096;
+       ++i) {
+  }
+  std::vector<Digest> docs = {doc, low, high};
+  // val iff key < ceil(val_fraction * 2^64): at floor_key the document is train, one
+  // representable step above it (floor_key + 2048 > key) it is val.
+  double at_floor = std::ldexp(double(floor_key), -64);
+  double one_step_up = std::ldexp(double(floor_key + 2048), -64);
+  EXPECT_EQ(assign_splits(docs, 3, at_floor),
+            (std::vector<uint8_t>{kSplitTrain, kSplitVal, kSplitTrain}));
+  EXPECT_EQ(assign_splits(docs, 3, one_step_up),
+            (std::vector<uint8_t>{kSplitVal, kSplitVal, kSplitTrain}));
+}
+
+TEST(Split, tiny_corpora_get_one_val_document_and_keep_train) {
+  std::vector<Digest> docs = {sha256("a"), sha256("b"), sha256("c")};
+  std::vector<uint8_t> s = assign_splits(docs, 1, 1e-9);  // nothing lands in val by hash
+  EXPECT_EQ(std::count(s.begin(), s.end(), kSplitVal), 1);
+  size_t smallest = 0;
+  for (size_t i = 1; i < 3; ++i)
+    if (split_key(1, docs[i]) < split_key(1, docs[smallest])) smallest = i;
+  EXPECT_EQ(s[smallest], kSplitVal);
+
+  s = assign_splits(docs, 1, 0.999999);  // everything lands in val by hash
+  EXPECT_EQ(std::count(s.begin(), s.end(), kSplitTrain), 1);
+
+  std::vector<uint8_t> one = assign_splits({sha256("a")}, 1, 0.5);
+  EXPECT_EQ(one[0], kSplitTrain);
+
+  // Identical copies always share a split.
+  std::vector<Digest> dup = {sha256("a"), sha256("a"), sha256("b")};
+  s = assign_splits(dup, 1, 1e-9);
+  EXPECT_EQ(s[0], s[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// prepare: text inputs
+
+TEST(Prepare, text_corpus_produces_consistent_shards_and_manifest) {
+  TempDir dir;
+  std::vector<std::string> docs = numbered_documents(40);
+  docs.insert(docs.begin() + 3, "");  // skipped and counted
+  write_text(dir / "corpus.txt", join_with_separators(docs));
+  PrepareOptions o;
+  o.input = dir / "corpus.txt";
+  o.out = dir / "out";
+  o.val_fraction = 0.2;
+  std::vector<std::string> progress;
+  PrepareReport r = prepare(o, [&](const std::string& line) { progress.push_back(line); });
+  EXPECT_EQ(r.format, "text");
+  EXPECT_EQ(r.documents, 40u);
+  EXPECT_EQ(r.skipped_empty, 1u);
+  EXPECT_EQ(r.train_documents + r.val_documents, 40u);
+  EXPECT_GT(r.val_documents, 0u);
+  EXPECT_GT(r.train_documents, r.val_documents);
+  EXPECT_FALSE(progress.empty());
+  EXPECT_TRUE(fs::exists(dir / "out/train_000000.bin"));
+  EXPECT_TRUE(fs::exists(dir / "out/val_000000.bin"));
+  check_consistent(dir / "out", r);
+
+  Dataset data = Dataset::open(dir / "out");
+  const Manifest& m = data.manifest();
+  EXPECT_EQ(m.tokenizer, "byte");
+  EXPECT_EQ(m.vocab_size, 257);
+  EXPECT_EQ(m.eot_token, 256);
+  EXPECT_EQ(m.split_seed, 1337u);
+  EXPECT_EQ(m.val_fraction, 0.2);
+  EXPECT_EQ(m.source, (dir / "corpus.txt").string());
+  // Documents keep input order (the empty one dropped) and the hash-rule split.
+  docs.erase(docs.begin() + 3);
+  std::vector<std::string> texts = documents_from_shards(data);
+  EXPECT_EQ(texts, docs);
+  std::vector<Digest> shas;
+  for (auto& t : docs) shas.push_back(sha256(t));
+  std::vector<uint8_t> splits = assign_splits(shas, 1337, 0.2);
+  for (size_t i = 0; i < docs.size(); ++i) EXPECT_EQ(m.documents[i].split, splits[i]);
+}
+
+TEST(Prepare, split_is_deterministic_and_independent_of_document_order) {
+  TempDir dir;
+  std::vector<std::string> docs = numbered_documents(60);
+  write_text(dir / "a.txt", join_with_separators(docs));
+  std::vector<std::string> shuffled = docs;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(5));
+  write_text(dir / "b.txt", join_with_separators(shuffled));
+
+  auto run = [&](const std::string& input, const std::string& out, uint64_t seed) {
+    PrepareOptions o;
+    o.input = dir / input;
+    o.out = dir / out;
+    o.seed = seed;
+    o.val_fraction = 0.3;
+    prepare(o);
+    std::map<Digest, uint8_t> split_of;
+    for (const DocumentEntry& d : read_manifest(dir / out / "manifest.h5").documents)
+      split_of[d.sha256] = d.split;
+    return std::make_pair(split_of, read_manifest(dir / out / "manifest.h5").root);
+  };
+  auto [a1, root_a1] = run("a.txt", "a1", 11);
+  auto [a2, root_a2] = run("a.txt", "a2", 11);
+  auto [b, root_b] = run("b.txt", "b", 11);
+  auto [c, root_c] = run("a.txt", "c", 12);
+  EXPECT_EQ(a1, a2);
+  EXPECT_EQ(a1, b);  // same documents, other order: same splits
+  EXPECT_NE(a1, c);  // another seed: another split
+  EXPECT_EQ(root_a1, root_a2);
+  EXPECT_EQ(root_a1, root_b);  // the root is over sorted hashes: order-independent
+  EXPECT_EQ(root_a1, root_c);  // and split-independent
+}
+
+TEST(Prepare, documents_never_straddle_shards) {
+  TempDir dir;
+  std::vector<std::string> docs = numbered_documents(30);
+  docs.push_back(std::string(100, 'L'));  // longer than a shard: gets one of its own
+  write_text(dir / "c.txt", join_with_separators(docs));
+  PrepareOptions o;
+  o.input = dir / "c.txt";
+  o.out = dir / "out";
+  o.shard_tokens = 64;
+  o.val_fraction = 0.1;
+  PrepareReport r = prepare(o);
+  EXPECT_GT(r.shards.size(), 4u);
+  check_consistent(dir / "out", r);
+  Manifest m = read_manifest(dir / "out/manifest.h5");
+  size_t oversized = 0;
+  for (const ShardEntry& s : m.shards) {
+    if (s.tokens > 64) ++oversized;
+  }
+  EXPECT_EQ(oversized, 1u);
+  // Shards are numbered per split, train first in the manifest.
+  EXPECT_EQ(m.shards[0].file, "train_000000.bin");
+  EXPECT_EQ(m.shards[1].file, "train_000001.bin");
+  EXPECT_EQ(m.shards.back().split, kSplitVal);
+}
+
+TEST(Prepare, directory_corpus) {
+  TempDir dir;
+  write_text(dir / "in/b.txt", "bee\n");
+  write_text(dir / "in/sub/a.md", "one\n<|endoftext|>\ntwo\n");
+  write_text(dir / "in/.DS_Store", "junk");
+  PrepareOptions o;
+  o.input = dir / "in";
+  o.out = dir / "out";
+  o.val_fraction = 0.0;
+  PrepareReport r = prepare(o);
+  EXPECT_EQ(r.format, "dir");
+  EXPECT_EQ(r.documents, 3u);
+  EXPECT_EQ(r.val_documents, 0u);
+  check_consistent(dir / "out", r);
+  EXPECT_EQ(documents_from_shards(Dataset::open(dir / "out")),
+            (std::vector<std::string>{"bee\n", "one\n", "two\n"}));
+  EXPECT_EQ(Dataset::open(dir / "out").val().size(), 0u);
+}
+
+TEST(Prepare, jsonl_corpus) {
+  TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 25; ++i)
+    lines +=
+        "{\"content\": \"line " + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}\n";
+  write_text(dir / "d.jsonl", lines);
+  PrepareOptions o;
+  o.input = dir / "d.jsonl";
+  o.text_field = "content";
+  o.out = dir / "out";
+  PrepareReport r = prepare(o);
+  EXPECT_EQ(r.format, "jsonl");
+  EXPECT_EQ(r.documents, 25u);
+  check_consistent(dir / "out", r);
+  std::vector<std::string> texts = documents_from_shards(Dataset::open(dir / "out"));
+  EXPECT_EQ(texts[24], "line 24");
+}
+
+// ---------------------------------------------------------------------------------------------
+// prepare: refusals and failures
+
+TEST(Prepare, refuses_an_empty_corpus) {
+  TempDir dir;
+  fs::create_directories(dir / "empty");
+  PrepareOptions o;
+  o.input = dir / "empty";
+  o.format = "dir";
+  o.out = dir / "out";
+  std::string msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "no documents found in " + (dir / "empty").string())) << msg;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+
+  write_text(dir / "seps.txt", "<|endoftext|>\n<|endoftext|>\n");
+  o.input = dir / "seps.txt";
+  o.format = "auto";
+  msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "no documents found")) << msg;
+  EXPECT_TRUE(contains(msg, "3 empty ones skipped")) << msg;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  // No temporary dir is left behind.
+  for (auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_FALSE(contains(e.path().filename().string(), ".tmp-")) << e.path();
+}
+
+TEST(Prepare, refuses_to_overwrite_without_force) {
+  TempDir dir;
+  write_text(dir / "a.txt", join_with_separators(numbered_documents(10)));
+  write_text(dir / "b.txt", join_with_separators(numbered_documents(12)));
+  PrepareOptions o;
+  o.input = dir / "a.txt";
+  o.out = dir / "out";
+  PrepareReport first = prepare(o);
+  o.input = dir / "b.txt";
+  std::string msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "is already prepared; use --force to overwrite")) << msg;
+  EXPECT_EQ(read_manifest(dir / "out/manifest.h5").root, first.root);
+
+  o.force = true;
+  PrepareReport second = prepare(o);
+  EXPECT_NE(second.root, first.root);
+  EXPECT_EQ(read_manifest(dir / "out/manifest.h5").root, second.root);
+  EXPECT_EQ(second.documents, 12u);
+  check_consistent(dir / "out", second);
+  EXPECT_FALSE(fs::exists(dir / ("out.old-" + std::to_string(::getpid()))));
+}
+
+TEST(Prepare, refuses_outputs_it_must_not_replace) {
+  TempDir dir;
+  write_text(dir / "a.txt", "doc\n");
+  write_text(dir / "busy/notes.txt", "mine");
+  PrepareOptions o;
+  o.input = dir / "a.txt";
+  o.out = dir / "busy";
+  o.force = true;
+  std::string msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "is not a prepared dataset")) << msg;
+  EXPECT_TRUE(fs::exists(dir / "busy/notes.txt"));
+
+  write_text(dir / "in/x.txt", "doc\n");
+  o.input = dir / "in";
+  o.out = dir / "in/prepared";
+  msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "overlap")) << msg;
+}
+
+TEST(Prepare, a_failure_midway_keeps_the_previous_dataset) {
+  TempDir dir;
+  write_text(dir / "good.jsonl", "{\"text\": \"a\"}\n{\"text\": \"b\"}\n{\"text\": \"c\"}\n");
+  write_text(dir / "bad.jsonl", "{\"text\": \"x\"}\n{\"text\": \"y\"}\n{oops\n");
+  PrepareOptions o;
+  o.input = dir / "good.jsonl";
+  o.out = dir / "out";
+  PrepareReport r = prepare(o);
+  o.input = dir / "bad.jsonl";
+  o.force = true;
+  std::string msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, (dir / "bad.jsonl").string() + ":3: invalid JSON")) << msg;
+  check_consistent(dir / "out", r);  // the old dataset is untouched and complete
+  for (auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_FALSE(contains(e.path().filename().string(), ".tmp-")) << e.path();
+}
+
+// ---------------------------------------------------------------------------------------------
+// prepare: llm.c shards
+
+constexpr uint16_t kEot = 50256;
+
+TEST(Prepare, llmc_shards_become_eot_delimited_documents) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  // Train stream: [EOT 1 2] [EOT 3 | 4 5] [EOT] [EOT 6]   ("|" = shard boundary)
+  write_shard(dir / "in/fw_train_000001.bin", {kEot, 1, 2, kEot, 3});
+  write_shard(dir / "in/fw_train_000002.bin", {4, 5, kEot, kEot, 6});
+  write_shard(dir / "in/fw_val_000000.bin", {kEot, 7, 8, 9, kEot, 50255});
+  PrepareOptions o;
+  o.input = dir / "in";
+  o.out = dir / "out";
+  PrepareReport r = prepare(o);
+  EXPECT_EQ(r.format, "llmc");
+  EXPECT_EQ(r.documents, 6u);
+  EXPECT_EQ(r.train_documents, 4u);
+  EXPECT_EQ(r.val_documents, 2u);
+  EXPECT_EQ(r.train_tokens, 10u);
+  EXPECT_EQ(r.val_tokens, 6u);
+  check_consistent(dir / "out", r);
+
+  Dataset data = Dataset::open(dir / "out");
+  const Manifest& m = data.manifest();
+  EXPECT_EQ(m.tokenizer, "external");
+  EXPECT_EQ(m.vocab_size, 50257);
+  EXPECT_EQ(data.eot_token(), 50256);
+  EXPECT_EQ(m.split_rule, "llmc-file-name");
+  ASSERT_EQ(m.shards.size(), 3u);
+  EXPECT_EQ(m.shards[0].file, "fw_train_000001.bin");
+  EXPECT_EQ(m.shards[1].file, "fw_train_000002.bin");
+  EXPECT_EQ(m.shards[2].file, "fw_val_000000.bin");
+  EXPECT_EQ(m.shards[2].split, kSplitVal);
+
+  struct Expected {
+    uint8_t split;
+    uint32_t shard;
+    uint64_t offset;
+    std::vector<uint16_t> tokens;
+  };
+  std::vector<Expected> expected = {
+      {kSplitTrain, 0, 0, {kEot, 1, 2}},  {kSplitTrain, 0, 3, {kEot, 3, 4, 5}},
+      {kSplitTrain, 1, 2, {kEot}},        {kSplitTrain, 1, 3, {kEot, 6}},
+      {kSplitVal, 2, 0, {kEot, 7, 8, 9}}, {kSplitVal, 2, 4, {kEot, 50255}},
+  };
+  ASSERT_EQ(m.documents.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const DocumentEntry& d = m.documents[i];
+    EXPECT_EQ(d.id, i);
+    EXPECT_EQ(d.split, expected[i].split) << i;
+    EXPECT_EQ(d.shard, expected[i].shard) << i;
+    EXPECT_EQ(d.offset, expected[i].offset) << i;
+    EXPECT_EQ(d.length, expected[i].tokens.size()) << i;
+    // Canonical bytes: the span's tokens as little-endian uint16.
+    std::string bytes;
+    for (uint16_t t : expected[i].tokens) bytes += char(t & 0xff), bytes += char(t >> 8);
+    EXPECT_EQ(d.sha256, sha256(bytes)) << i;
+    std::vector<uint16_t> read(d.length);
+    data.split(d.split).read(data.stream_offset(d), d.length, read.data());
+    EXPECT_EQ(read, expected[i].tokens) << i;
+  }
+  // The shards in `out` are the originals, byte for byte.
+  EXPECT_EQ(sha256_file(dir / "out/fw_train_000002.bin"),
+            sha256_file(dir / "in/fw_train_000002.bin"));
+}
+
+TEST(Prepare, llmc_rejects_tokens_outside_the_gpt2_vocabulary) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  write_shard(dir / "in/train.bin", {kEot, 1, 50257, 2});
+  PrepareOptions o;
+  o.input = dir / "in/train.bin";
+  o.out = dir / "out";
+  std::string msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "token 50257 at position 2")) << msg;
+  EXPECT_TRUE(contains(msg, "train.bin")) << msg;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(Prepare, llmc_needs_train_shards) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  write_shard(dir / "in/val.bin", {kEot, 1});
+  PrepareOptions o;
+  o.input = dir / "in";
+  o.out = dir / "out";
+  std::string msg = error_of([&] { prepare(o); });
+  EXPECT_TRUE(contains(msg, "no train shards")) << msg;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dataset::open
+
+TEST(Dataset, missing_manifest_says_run_prepare) {
+  TempDir dir;
+  std::string msg = error_of([&] { Dataset::open(dir.path()); });
+  EXPECT_TRUE(contains(
+      msg, dir.path().string() + " is not a prepared dataset (no manifest.h5); run wit prepare"))
+      << msg;
+}
+
+TEST(Dataset, damaged_shards_are_caught) {
+  TempDir dir;
+  write_text(dir / "c.txt", join_with_separators(numbered_documents(20)));
+  PrepareOptions o;
+  o.input = dir / "c.txt";
+  o.out = dir / "out";
+  o.val_fraction = 0.0;
+  prepare(o);
+  fs::path shard = dir / "out/train_000000.bin";
+  uint64_t size = fs::file_size(shard);
+
+  // Same size, one token changed: only the hash check sees it.
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1024 + 10);
+    f.put('#');
+  }
+  Dataset data = Dataset::open(dir / "out");
+  std::string msg = error_of([&] { data.verify_shard_hashes(); });
+  EXPECT_TRUE(contains(msg, shard.string() + ": SHA-256")) << msg;
+  EXPECT_TRUE(contains(msg, "changed after prepare")) << msg;
+
+  fs::resize_file(shard, size - 3);
+  msg = error_of([&] { Dataset::open(dir / "out"); });
+  EXPECT_TRUE(contains(msg, shard.string() + ": truncated")) << msg;
+
+  // A valid shard of the wrong length.
+  write_shard(shard, {kByteEot, 'a'});
+  msg = error_of([&] { Dataset::open(dir / "out"); });
+  EXPECT_TRUE(contains(msg, shard.string() + ": holds 2 tokens but")) << msg;
+
+  fs::remove(shard);
+  msg = error_of([&] { Dataset::open(dir / "out"); });
+  EXPECT_TRUE(contains(msg, "cannot open shard " + shard.string())) << msg;
+}
+
+// ---------------------------------------------------------------------------------------------
+// prepare: the built-in corpus
+
+TEST(Prepare, kjv_default_corpus) {
+  TempDir dir;
+  PrepareOptions o;
+  o.out = dir / "kjv";
+  PrepareReport r = prepare(o);
+  EXPECT_EQ(r.format, "kjv");
+  EXPECT_EQ(r.documents, 1189u);
+  EXPECT_EQ(r.skipped_empty, 0u);
+  EXPECT_GT(r.val_documents, 30u);  // ~59 expected at 5 %
+  EXPECT_LT(r.val_documents, 95u);
+  EXPECT_GT(r.train_tokens, 4'000'000u);  // the KJV is about 4.3 MB of text
+  check_consistent(dir / "kjv", r);
+  Dataset data = Dataset::open(dir / "kjv");
+  EXPECT_EQ(data.manifest().source, "kjv");
+  // The same corpus prepared twice gives the same root.
+  PrepareOptions again = o;
+  again.out = dir / "kjv2";
+  EXPECT_EQ(prepare(again).root, r.root);
+}
+
+}  // namespace
+}  // namespace wit::data

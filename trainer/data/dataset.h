@@ -1,0 +1,47 @@
+// A prepared data dir opened for training: its validated manifest and the train and val token
+// streams, with every shard checked against the manifest's token counts.
+//
+//   Dataset data = Dataset::open("data/kjv");
+//   data.train().read(offset, T + 1, buffer);
+//   data.verify_shard_hashes();  // optional: rehashes every shard (slow on big data)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+#include "trainer/data/manifest.h"
+#include "trainer/data/shard.h"
+
+namespace wit::data {
+
+namespace fs = std::filesystem;
+
+class Dataset {
+ public:
+  // Throws wit::Error when `dir` has no manifest.h5 ("... run wit prepare"), when the manifest
+  // is invalid, or when a shard is missing, corrupt, or disagrees with the manifest.
+  static Dataset open(const fs::path& dir);
+
+  const Manifest& manifest() const { return manifest_; }
+  const TokenStream& train() const { return train_; }
+  const TokenStream& val() const { return val_; }
+  const TokenStream& split(uint8_t split) const;  // kSplitTrain or kSplitVal
+  int vocab_size() const { return manifest_.vocab_size; }
+  int eot_token() const { return manifest_.eot_token; }
+  const fs::path& dir() const { return dir_; }
+
+  // Offset of a document's first token within its split's token stream.
+  uint64_t stream_offset(const DocumentEntry& document) const;
+
+  // Recomputes every shard file's SHA-256 and compares it with the manifest.
+  void verify_shard_hashes() const;
+
+ private:
+  Dataset() = default;
+  fs::path dir_;
+  Manifest manifest_;
+  TokenStream train_, val_;
+  std::vector<uint64_t> shard_stream_offset_;  // per manifest shard: first token in its split
+};
+
+}  // namespace wit::data

@@ -1,0 +1,83 @@
+// The dataset manifest (manifest.h5 in a prepared data dir): every shard and every document,
+// with SHA-256s, and a Merkle root over the documents that the witness log commits to.
+//
+// HDF5 layout (readable by h5py / h5dump):
+//   /                  attributes: format_version, tokenizer, vocab_size, eot_token, split_seed,
+//                      val_fraction, split_rule, source, root (64 hex digits)
+//   /shards/file       (S,) variable-length UTF-8 strings: file names inside the data dir
+//   /shards/split      (S,) uint8: 0 train, 1 val
+//   /shards/tokens     (S,) uint64
+//   /shards/sha256     (S, 32) uint8: of the whole .bin file
+//   /documents/id      (D,) uint64: equal to the row index
+//   /documents/split   (D,) uint8
+//   /documents/shard   (D,) uint32: row in /shards
+//   /documents/offset  (D,) uint64: token offset of the document's first token in that shard
+//   /documents/length  (D,) uint64: tokens, the leading EOT included
+//   /documents/sha256  (D, 32) uint8: of the document's canonical bytes
+// root = merkle_root (core/merkle.h) of the document sha256 values sorted ascending bytewise;
+// identical documents appear once per copy.
+//
+//   Manifest m = read_manifest(dir / "manifest.h5");  // validated, root recomputed
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/sha256.h"
+
+namespace wit::data {
+
+namespace fs = std::filesystem;
+
+constexpr int kManifestFormatVersion = 1;
+constexpr const char* kManifestFile = "manifest.h5";
+// How documents were assigned to splits: by keyed content hash (trainer/data/split.h), or, for
+// shards prepared elsewhere (format llmc), by shard file name ("val" in the name = val).
+constexpr const char* kSplitRuleHash = "wit-split-v1";
+constexpr const char* kSplitRuleFileName = "llmc-file-name";
+
+struct ShardEntry {
+  std::string file;   // name relative to the data dir
+  uint8_t split = 0;  // 0 train, 1 val
+  uint64_t tokens = 0;
+  Digest sha256{};  // of the whole .bin file
+};
+
+struct DocumentEntry {
+  uint64_t id = 0;
+  uint8_t split = 0;
+  uint32_t shard = 0;  // index into Manifest::shards
+  // Token offset within that shard. A document may run on past the end of its shard into the
+  // next shard of the same split (only for llmc input, whose shards cut documents anywhere).
+  uint64_t offset = 0;
+  uint64_t length = 0;  // tokens, including the leading EOT
+  Digest sha256{};      // of canonical bytes
+};
+
+struct Manifest {
+  int format_version = kManifestFormatVersion;
+  std::string tokenizer;  // "byte" or "external"
+  int vocab_size = 0;
+  int eot_token = 0;
+  uint64_t split_seed = 0;
+  double val_fraction = 0.0;
+  std::string split_rule = kSplitRuleHash;
+  std::string source;  // what was prepared: an input path or "kjv"
+  std::vector<ShardEntry> shards;
+  std::vector<DocumentEntry> documents;
+  Digest root{};
+};
+
+// Validates `m` (as read_manifest does), then writes it atomically: temporary file, fsync, rename.
+void write_manifest(const fs::path& path, const Manifest& m);
+// Reads and validates: format version, array lengths, ids, splits, shard indices and token
+// ranges, and that `root` recomputes from the documents. Errors name the file and the field.
+Manifest read_manifest(const fs::path& path);
+// Merkle root over the documents' sha256 values sorted ascending bytewise.
+Digest manifest_root(const std::vector<DocumentEntry>& documents);
+// The checks read_manifest applies; `where` names the manifest in messages.
+void validate_manifest(const Manifest& m, const std::string& where);
+
+}  // namespace wit::data

@@ -1,0 +1,206 @@
+// Training end to end on the default corpus: loss goes down, resume is bitwise identical to
+// never stopping, checkpoints and the exported model read back, bad resumes are refused.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "trainer/checkpoint.h"
+#include "trainer/data/prepare.h"
+#include "trainer/safetensors.h"
+#include "trainer/train_loop.h"
+
+namespace wit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The built-in corpus, prepared once for the whole test binary.
+const fs::path& kjv_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("wit-test-kjv-" + std::to_string(::getpid()));
+    data::PrepareOptions o;
+    o.out = d;
+    data::prepare(o);
+    return d;
+  }();
+  return dir;
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag)
+      : path(fs::temp_directory_path() / (tag + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// A small model that still exercises every piece: dropout, two micro-batches, clipping.
+std::vector<std::string> small_run(int64_t steps) {
+  return {"model.n_layer=2",          "model.n_head=2",
+          "model.n_embd=64",          "model.context=64",
+          "model.dropout=0.1",        "data.dir=" + kjv_dir().string(),
+          "data.seq_len=32",          "train.steps=" + std::to_string(steps),
+          "train.micro_batches=2",    "train.micro_batch_size=4",
+          "train.threads=1",          "train.log_every=1",
+          "train.eval_every=5",       "train.eval_batches=2",
+          "train.checkpoint_every=5", "optim.lr=3e-3",
+          "optim.warmup_steps=2"};
+}
+
+TrainOptions options(const fs::path& run, std::vector<std::string> sets) {
+  TrainOptions o;
+  o.config = fs::path(WIT_SOURCE_DIR) / "configs" / "tiny.yaml";
+  o.overrides = std::move(sets);
+  o.run_dir = run;
+  o.quiet = true;
+  return o;
+}
+
+std::vector<float> logged_losses(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::vector<float> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("loss")) out.push_back(j["loss"].get<float>());
+  }
+  return out;
+}
+
+TEST(Train, LossDecreasesOnTheDefaultCorpus) {
+  TempDir run("wit-test-loss");
+  auto o = options(run.path, small_run(80));
+  o.overrides.push_back("model.dropout=0.0");
+  auto s = train(o);
+  auto losses = logged_losses(run.path);
+  ASSERT_EQ(losses.size(), 80u);
+  EXPECT_NEAR(losses.front(), std::log(257.0), 0.3);  // untrained: near uniform over bytes
+  float tail = 0;
+  for (size_t i = 70; i < 80; ++i) tail += losses[i] / 10;
+  EXPECT_LT(tail, losses.front() - 1.5) << "first " << losses.front() << " last10 " << tail;
+  EXPECT_LT(s.val_loss, losses.front() - 1.0);
+  EXPECT_TRUE(fs::exists(run.path / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(run.path / "config.yaml"));
+}
+
+TEST(Train, ResumeIsBitwiseIdenticalToNeverStopping) {
+  TempDir straight("wit-test-straight"), resumed("wit-test-resumed");
+  train(options(straight.path, small_run(20)));
+
+  auto first = options(resumed.path, small_run(20));
+  first.until = 10;
+  auto half = train(first);
+  EXPECT_EQ(half.steps_done, 10);
+  EXPECT_TRUE(half.model_file.empty());
+  TrainOptions again;
+  again.run_dir = resumed.path;
+  again.resume = true;
+  again.quiet = true;
+  auto done = train(again);
+  EXPECT_EQ(done.steps_done, 20);
+
+  Checkpoint a = load_checkpoint(checkpoint_path(straight.path, 20));
+  Checkpoint b = load_checkpoint(checkpoint_path(resumed.path, 20));
+  EXPECT_EQ(a.info.step, 20);
+  EXPECT_TRUE(torch::equal(a.params, b.params));
+  EXPECT_TRUE(torch::equal(a.m, b.m));
+  EXPECT_TRUE(torch::equal(a.v, b.v));
+  EXPECT_EQ(a.info.state_hash, b.info.state_hash);
+  EXPECT_EQ(read_text_file(straight.path / "model.safetensors"),
+            read_text_file(resumed.path / "model.safetensors"));
+  // Per-step losses of the resumed half match too, bit for bit, and are not duplicated.
+  auto la = logged_losses(straight.path), lb = logged_losses(resumed.path);
+  ASSERT_EQ(la.size(), 20u);
+  ASSERT_EQ(lb.size(), 20u);
+  for (size_t i = 0; i < la.size(); ++i) EXPECT_EQ(la[i], lb[i]) << "step " << i + 1;
+}
+
+TEST(Train, ADifferentSeedGivesADifferentRun) {
+  TempDir a("wit-test-seed-a"), b("wit-test-seed-b");
+  train(options(a.path, small_run(3)));
+  auto sets = small_run(3);
+  sets.push_back("train.seed=2");
+  train(options(b.path, sets));
+  EXPECT_NE(load_checkpoint(checkpoint_path(a.path, 3)).info.state_hash,
+            load_checkpoint(checkpoint_path(b.path, 3)).info.state_hash);
+}
+
+TEST(Train, RefusesToOverwriteOrResumeWithAnotherConfig) {
+  TempDir run("wit-test-refuse");
+  auto o = options(run.path, small_run(5));
+  o.until = 5;
+  train(o);
+  const std::string before = read_text_file(checkpoint_path(run.path, 5));
+  EXPECT_THROW(train(options(run.path, small_run(5))), Error);  // run dir already used
+
+  TrainOptions r;
+  r.run_dir = run.path;
+  r.resume = true;
+  r.quiet = true;
+  r.overrides = {"optim.lr=1e-2"};
+  try {
+    train(r);
+    FAIL() << "changing optim.lr on resume must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("optim.lr"), std::string::npos) << e.what();
+  }
+  // A checkpoint written by another config is refused by name.
+  auto cfg = read_text_file(run.path / "config.yaml");
+  write_file_atomic(run.path / "config.yaml",
+                    cfg.replace(cfg.find("n_embd: 64"), 10, "n_embd: 32"));
+  r.overrides.clear();
+  try {
+    train(r);
+    FAIL() << "a checkpoint from another config must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_embd"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(before, read_text_file(checkpoint_path(run.path, 5)));  // nothing was overwritten
+}
+
+TEST(Checkpoint, CorruptionAndTruncationAreDetected) {
+  TempDir run("wit-test-ckpt");
+  auto o = options(run.path, small_run(2));
+  train(o);
+  const fs::path ck = checkpoint_path(run.path, 2);
+  Checkpoint good = load_checkpoint(ck);
+  EXPECT_EQ(state_hash(good.info.step, good.params, good.m, good.v), good.info.state_hash);
+
+  std::string bytes = read_text_file(ck);
+  const fs::path bad = run.path / "bad.ckpt";
+  std::string flipped = bytes;
+  flipped[flipped.size() - 100] ^= 1;
+  write_file_atomic(bad, flipped);
+  EXPECT_THROW(load_checkpoint(bad), Error);
+  write_file_atomic(bad, bytes.substr(0, bytes.size() - 4));
+  EXPECT_THROW(load_checkpoint(bad), Error);
+  write_file_atomic(bad, "not a checkpoint at all, just text");
+  EXPECT_THROW(load_checkpoint(bad), Error);
+}
+
+TEST(Safetensors, ExportReadsBackWithHuggingFaceLayout) {
+  TempDir run("wit-test-st");
+  auto s = train(options(run.path, small_run(2)));
+  std::map<std::string, std::string> meta;
+  auto tensors = read_safetensors(s.model_file, &meta);
+  EXPECT_EQ(meta.at("wit.step"), "2");
+  Checkpoint ck = load_checkpoint(s.checkpoint);
+  model::GPTConfig cfg{2, 2, 64, 257, 64, 0.1};
+  auto specs = model::gpt_param_specs(cfg);
+  ASSERT_EQ(tensors.size(), specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(tensors[i].first, specs[i].name);
+    auto stored = ck.params.narrow(0, specs[i].offset, specs[i].numel).view(specs[i].shape);
+    if (specs[i].hf_transposed) stored = stored.t();
+    EXPECT_TRUE(torch::equal(tensors[i].second, stored)) << specs[i].name;
+  }
+  // Conv1D layout: c_attn is (in, out) = (64, 192) as in transformers' GPT-2.
+  EXPECT_EQ(tensors[4].second.sizes(), (std::vector<int64_t>{64, 192}));
+}
+
+}  // namespace
+}  // namespace wit

@@ -1,0 +1,87 @@
+// GPT-2 architecture on libtorch tensors: pre-LayerNorm blocks, learned positions, tanh-GELU
+// MLP, causal self-attention, lm head tied to the token embedding. Single-device and rank-blind.
+//
+// All parameters live in one flat fp32 buffer (canonical order = gpt_param_specs); the model's
+// tensors are views into it, and so are the gradients. Optimizers, checkpoints, fingerprints
+// and (later) sharding work on the flat buffer, so "parameter i" means the same thing everywhere.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wit::model {
+
+struct GPTConfig {
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 256;
+  int64_t vocab_size = 257;
+  int64_t context = 256;  // maximum sequence length (learned position table size)
+  double dropout = 0.0;
+};
+
+// One parameter tensor: its Hugging Face GPT-2 name, shape as stored here (torch Linear
+// convention, out x in), place in the flat buffer, and whether weight decay applies.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t numel = 0;
+  bool decay = false;          // matmul weights and embeddings decay; biases and norms do not
+  bool hf_transposed = false;  // Hugging Face stores this weight as Conv1D (in x out)
+};
+
+std::vector<ParamSpec> gpt_param_specs(const GPTConfig& cfg);
+int64_t gpt_param_count(const GPTConfig& cfg);
+// Training FLOPs per token: 6N for the matmuls plus 12·L·T·d for attention (PaLM appendix B).
+double gpt_flops_per_token(const GPTConfig& cfg, int64_t seq_len);
+
+struct Loss {
+  torch::Tensor objective;  // 0-dim, for backward()
+  float value;              // the mean, summed in a fixed order: independent of thread count
+};
+
+class GPT {
+ public:
+  // Allocates the flat buffer without initialising it (cheap even at 2B parameters).
+  explicit GPT(const GPTConfig& cfg);
+  GPT(const GPT&) = delete;
+  GPT& operator=(const GPT&) = delete;
+
+  // GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), zero biases,
+  // unit norms. Drawn from a generator seeded with `seed`, tensor by tensor in canonical order.
+  void init_weights(uint64_t seed);
+
+  // idx, targets: (B, T) int64 with T <= context. The mean cross-entropy over all B·T
+  // positions. `dropout_gen` is used only when training with dropout > 0.
+  Loss loss(const torch::Tensor& idx, const torch::Tensor& targets, bool train,
+            std::optional<torch::Generator> dropout_gen = std::nullopt);
+  // logits: (B, T, vocab)
+  torch::Tensor logits(const torch::Tensor& idx);
+
+  // Gradients of the next backward pass land in `flat_grad` (P,), which must be zeroed.
+  void bind_grads(torch::Tensor& flat_grad);
+
+  const GPTConfig& config() const { return cfg_; }
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  int64_t num_params() const { return flat_.numel(); }
+  torch::Tensor& flat_params() { return flat_; }
+  const torch::Tensor& flat_params() const { return flat_; }
+
+ private:
+  torch::Tensor forward_hidden(const torch::Tensor& idx, bool train,
+                               std::optional<torch::Generator>& gen);
+  torch::Tensor dropout(const torch::Tensor& x, bool train, std::optional<torch::Generator>& gen);
+
+  GPTConfig cfg_;
+  std::vector<ParamSpec> specs_;
+  torch::Tensor flat_;                 // (P,) fp32
+  std::vector<torch::Tensor> params_;  // views into flat_, requires_grad, canonical order
+  torch::Tensor causal_mask_;          // (context, context) bool, true above the diagonal
+};
+
+}  // namespace wit::model

@@ -1,0 +1,91 @@
+#include "trainer/optim/adamw.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace wit::optim {
+
+namespace {
+
+// b^t by repeated squaring: a fixed sequence of IEEE multiplications, the same on every libm.
+double power(double b, int64_t t) {
+  double r = 1.0;
+  while (t > 0) {
+    if (t & 1) r *= b;
+    b *= b;
+    t >>= 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+Hyper hyper_at(const AdamWConfig& c, int64_t step, int64_t total_steps) {
+  double lr;
+  if (step < c.warmup_steps) {
+    lr = c.lr * double(step + 1) / double(c.warmup_steps);
+  } else {
+    const int64_t decay_steps = std::max<int64_t>(1, total_steps - 1 - c.warmup_steps);
+    const double progress = std::min(1.0, double(step - c.warmup_steps) / double(decay_steps));
+    lr = c.min_lr + 0.5 * (c.lr - c.min_lr) * (1.0 + std::cos(M_PI * progress));
+  }
+  return {float(lr),      float(c.weight_decay), float(c.beta1),
+          float(c.beta2), float(c.eps),          float(c.grad_clip)};
+}
+
+double grad_norm(const float* g, int64_t n) {
+  const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
+  std::vector<double> partial(chunks, 0.0);
+  at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t b = c * kNormChunk, e = std::min(n, b + kNormChunk);
+      double s = 0.0;
+      for (int64_t i = b; i < e; ++i) s += double(g[i]) * double(g[i]);
+      partial[c] = s;
+    }
+  });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return std::sqrt(total);
+}
+
+float clip_grads(float* g, int64_t n, double norm, float clip) {
+  if (clip <= 0.0f || !(norm > double(clip))) return 1.0f;
+  const float f = float(double(clip) / (norm + 1e-6));
+  at::parallel_for(0, n, kNormChunk, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) g[i] *= f;
+  });
+  return f;
+}
+
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
+                  const std::vector<DecaySegment>& segments, int64_t t, const Hyper& h) {
+  WIT_CHECK(t >= 1, "optimizer step must be 1-based, got {}", t);
+  const float b1 = h.beta1, b2 = h.beta2, one_b1 = 1.0f - h.beta1, one_b2 = 1.0f - h.beta2;
+  const float step_size = float(double(h.lr) / (1.0 - power(double(h.beta1), t)));
+  const float bc2_sqrt = float(std::sqrt(1.0 - power(double(h.beta2), t)));
+  const float decay = 1.0f - h.lr * h.weight_decay;
+  const float eps = h.eps;
+  for (const auto& s : segments) {
+    const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
+    if (sb >= se) continue;
+    const float d = s.decay ? decay : 1.0f;
+    at::parallel_for(sb, se, kNormChunk, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const float gi = g[i];
+        const float mi = b1 * m[i] + one_b1 * gi;
+        const float vi = b2 * v[i] + one_b2 * (gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = std::sqrt(vi) / bc2_sqrt + eps;
+        p[i] = p[i] * d - step_size * (mi / denom);
+      }
+    });
+  }
+}
+
+}  // namespace wit::optim

@@ -1,0 +1,61 @@
+// AdamW with decoupled weight decay, cosine learning-rate schedule with linear warmup, and
+// global-norm gradient clipping, over flat fp32 buffers.
+//
+// Every operation is elementwise or a reduction in a fixed order, written out here rather than
+// left to a library, so the result is the same bits for any thread count and any split of the
+// buffer (the property that later lets a sharded optimizer match an unsharded one).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace wit::optim {
+
+struct AdamWConfig {
+  double lr = 6e-4;
+  double min_lr = 6e-5;
+  int64_t warmup_steps = 0;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // 0 disables clipping
+};
+
+// The hyperparameters a step actually applies: recorded per step by the witness.
+struct Hyper {
+  float lr;
+  float weight_decay;
+  float beta1;
+  float beta2;
+  float eps;
+  float grad_clip;
+};
+
+// Step `step` (0-based) of `total_steps`: linear warmup to lr over warmup_steps, then cosine
+// decay to min_lr at the last step.
+Hyper hyper_at(const AdamWConfig& cfg, int64_t step, int64_t total_steps);
+
+// Global L2 norm: squares summed in double within fixed chunks of kNormChunk elements, chunk
+// partials then summed in chunk order.
+constexpr int64_t kNormChunk = 1 << 16;
+double grad_norm(const float* g, int64_t n);
+
+// If clipping is on and norm > clip: g *= clip / (norm + 1e-6). Returns the factor applied (1 if
+// none).
+float clip_grads(float* g, int64_t n, double norm, float clip);
+
+// Which elements of the flat buffer receive weight decay (matmul weights and embeddings).
+struct DecaySegment {
+  int64_t begin = 0, end = 0;
+  bool decay = false;
+};
+
+// One AdamW update of n elements at optimizer step t (1-based), in place:
+//   m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²
+//   p = p·(1 − lr·wd) [decayed elements only];  p = p − (lr/bc1)·m / (sqrt(v)/sqrt(bc2) + eps)
+// with bc_i = 1 − b_i^t computed in double by exact repeated squaring.
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
+                  const std::vector<DecaySegment>& segments, int64_t t, const Hyper& h);
+
+}  // namespace wit::optim

@@ -1,0 +1,90 @@
+#include "trainer/run_config.h"
+
+#include "core/error.h"
+
+namespace wit {
+
+const config::Schema& run_schema() {
+  static const config::Schema schema = [] {
+    config::Schema s;
+    s.add_int("model", "n_layer", 4, "transformer blocks", 1, 1024);
+    s.add_int("model", "n_head", 4, "attention heads per block", 1, 1024);
+    s.add_int("model", "n_embd", 256, "embedding width (divisible by n_head)", 1, 65536);
+    s.add_int("model", "vocab_size", 257, "token vocabulary (>= the dataset's)", 2, 65536);
+    s.add_int("model", "context", 256, "maximum sequence length", 1, 65536);
+    s.add_float("model", "dropout", 0.0, "dropout probability", 0.0, 0.99);
+
+    s.add_string("data", "dir", "data/kjv", "dataset directory made by `wit prepare`");
+    s.add_int("data", "seq_len", 128, "tokens per training sequence (T <= context)", 1, 65536);
+    s.add_int("data", "seed", 1, "seed of the sample order", 0, 9.2e18);
+
+    s.add_int("train", "steps", 1000, "optimizer steps", 1, 1e12);
+    s.add_int("train", "micro_batches", 1, "micro-batches per step (M)", 1, 1 << 20);
+    s.add_int("train", "micro_batch_size", 8, "sequences per micro-batch (b)", 1, 1 << 20);
+    s.add_int("train", "seed", 1, "run seed: init and dropout", 0, 9.2e18);
+    s.add_int("train", "threads", 1, "intra-op CPU threads", 1, 1024);
+    s.add_int("train", "log_every", 10, "steps between progress lines", 1, 1e12);
+    s.add_int("train", "eval_every", 100, "steps between val evaluations (0: end only)", 0, 1e12);
+    s.add_int("train", "eval_batches", 8, "val micro-batches per evaluation", 1, 1 << 20);
+    s.add_int("train", "checkpoint_every", 100, "steps between checkpoints (0: end only)", 0, 1e12);
+
+    s.add_float("optim", "lr", 6e-4, "peak learning rate", 0.0, 10.0);
+    s.add_float("optim", "min_lr", 6e-5, "learning rate at the last step", 0.0, 10.0);
+    s.add_int("optim", "warmup_steps", 0, "linear warmup steps", 0, 1e12);
+    s.add_float("optim", "weight_decay", 0.1, "decoupled weight decay", 0.0, 10.0);
+    s.add_float("optim", "beta1", 0.9, "Adam beta1", 0.0, 0.999999);
+    s.add_float("optim", "beta2", 0.95, "Adam beta2", 0.0, 0.999999);
+    s.add_float("optim", "eps", 1e-8, "Adam epsilon", 0.0, 1.0);
+    s.add_float("optim", "grad_clip", 1.0, "global gradient-norm clip (0: off)", 0.0, 1e9);
+    return s;
+  }();
+  return schema;
+}
+
+RunConfig run_config_from(const config::Config& c) {
+  RunConfig r;
+  r.model.n_layer = c.get_int("model.n_layer");
+  r.model.n_head = c.get_int("model.n_head");
+  r.model.n_embd = c.get_int("model.n_embd");
+  r.model.vocab_size = c.get_int("model.vocab_size");
+  r.model.context = c.get_int("model.context");
+  r.model.dropout = c.get_float("model.dropout");
+  r.data.dir = c.get_string("data.dir");
+  r.data.seq_len = c.get_int("data.seq_len");
+  r.data.seed = uint64_t(c.get_int("data.seed"));
+  r.train.steps = c.get_int("train.steps");
+  r.train.micro_batches = c.get_int("train.micro_batches");
+  r.train.micro_batch_size = c.get_int("train.micro_batch_size");
+  r.train.seed = uint64_t(c.get_int("train.seed"));
+  r.train.threads = c.get_int("train.threads");
+  r.train.log_every = c.get_int("train.log_every");
+  r.train.eval_every = c.get_int("train.eval_every");
+  r.train.eval_batches = c.get_int("train.eval_batches");
+  r.train.checkpoint_every = c.get_int("train.checkpoint_every");
+  r.optim.lr = c.get_float("optim.lr");
+  r.optim.min_lr = c.get_float("optim.min_lr");
+  r.optim.warmup_steps = c.get_int("optim.warmup_steps");
+  r.optim.weight_decay = c.get_float("optim.weight_decay");
+  r.optim.beta1 = c.get_float("optim.beta1");
+  r.optim.beta2 = c.get_float("optim.beta2");
+  r.optim.eps = c.get_float("optim.eps");
+  r.optim.grad_clip = c.get_float("optim.grad_clip");
+
+  if (r.model.n_embd % r.model.n_head != 0)
+    fail("model.n_embd = {} must be divisible by model.n_head = {}", r.model.n_embd,
+         r.model.n_head);
+  if (r.data.seq_len > r.model.context)
+    fail("data.seq_len = {} exceeds model.context = {}", r.data.seq_len, r.model.context);
+  if (r.optim.min_lr > r.optim.lr)
+    fail("optim.min_lr = {} exceeds optim.lr = {}", r.optim.min_lr, r.optim.lr);
+  if (r.data.dir.empty()) fail("data.dir is empty: name a directory made by `wit prepare`");
+  return r;
+}
+
+const std::vector<std::string>& resume_mutable_keys() {
+  static const std::vector<std::string> keys = {"train.log_every", "train.eval_every",
+                                                "train.eval_batches", "train.checkpoint_every"};
+  return keys;
+}
+
+}  // namespace wit

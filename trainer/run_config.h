@@ -1,0 +1,49 @@
+// The configuration of a training run: the schema of every YAML key `wit train` accepts, and
+// the typed structs each component receives. Parsed and validated once, at the edge.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "trainer/model/gpt.h"
+#include "trainer/optim/adamw.h"
+
+namespace wit {
+
+struct DataConfig {
+  std::filesystem::path dir;  // a directory made by `wit prepare`
+  int64_t seq_len = 128;      // T: a sample is a window of T+1 tokens
+  uint64_t seed = 1;          // keys the sample permutation
+};
+
+struct TrainConfig {
+  int64_t steps = 1000;
+  int64_t micro_batches = 1;     // M: fixed by the config, never by the world size
+  int64_t micro_batch_size = 8;  // b sequences per micro-batch
+  uint64_t seed = 1;             // run seed: initialisation and per-micro-batch RNG
+  int64_t threads = 1;           // intra-op threads; part of the run's numerics
+  int64_t log_every = 10;
+  int64_t eval_every = 100;
+  int64_t eval_batches = 8;
+  int64_t checkpoint_every = 100;
+};
+
+struct RunConfig {
+  model::GPTConfig model;
+  DataConfig data;
+  TrainConfig train;
+  optim::AdamWConfig optim;
+  int64_t tokens_per_step() const {
+    return train.micro_batches * train.micro_batch_size * data.seq_len;
+  }
+};
+
+const config::Schema& run_schema();
+// Builds the structs and checks what single keys cannot: relations between keys.
+RunConfig run_config_from(const config::Config& c);
+// Keys that may change on --resume without changing the training trajectory.
+const std::vector<std::string>& resume_mutable_keys();
+
+}  // namespace wit

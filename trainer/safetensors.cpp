@@ -1,0 +1,87 @@
+#include "trainer/safetensors.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+
+namespace wit {
+
+void write_safetensors(const std::filesystem::path& file, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  std::vector<torch::Tensor> data;
+  for (auto& [name, t] : tensors) {
+    WIT_CHECK(t.dtype() == torch::kFloat32, "safetensors export of {} must be fp32", name);
+    auto c = t.contiguous();
+    const uint64_t bytes = uint64_t(c.numel()) * sizeof(float);
+    header[name] = {
+        {"dtype", "F32"}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    data.push_back(c);
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
+  write_file_atomic(file, [&](std::FILE* f) {
+    const uint64_t n = text.size();
+    write_all(f, &n, 8, file);
+    write_all(f, text.data(), text.size(), file);
+    for (auto& c : data) write_all(f, c.data_ptr<float>(), size_t(c.numel()) * sizeof(float), file);
+  });
+}
+
+NamedTensors read_safetensors(const std::filesystem::path& file,
+                              std::map<std::string, std::string>* metadata) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("cannot open {}", file.string());
+  const uint64_t size = std::filesystem::file_size(file);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  if (!in || n > size - 8) fail("{} is not a safetensors file (bad header length)", file.string());
+  std::string text(n, '\0');
+  in.read(text.data(), std::streamsize(n));
+  const uint64_t base = 8 + n;
+  NamedTensors out;
+  try {
+    auto header = nlohmann::ordered_json::parse(text);
+    for (auto& [name, v] : header.items()) {
+      if (name == "__metadata__") {
+        if (metadata) *metadata = v.get<std::map<std::string, std::string>>();
+        continue;
+      }
+      if (v.at("dtype") != "F32")
+        fail("{}: tensor {} is {}, only F32 is read", file.string(), name, v.at("dtype").dump());
+      auto shape = v.at("shape").get<std::vector<int64_t>>();
+      auto offs = v.at("data_offsets").get<std::vector<uint64_t>>();
+      int64_t numel = 1;
+      for (auto d : shape) numel *= d;
+      if (offs.size() != 2 || offs[1] - offs[0] != uint64_t(numel) * 4 || base + offs[1] > size)
+        fail("{}: tensor {} has inconsistent offsets or lies past the end of the file",
+             file.string(), name);
+      auto t = torch::empty(shape, torch::kFloat32);
+      in.seekg(std::streamoff(base + offs[0]));
+      in.read(reinterpret_cast<char*>(t.data_ptr<float>()), std::streamsize(numel * 4));
+      if (!in) fail("{}: cannot read tensor {}", file.string(), name);
+      out.emplace_back(name, t);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: corrupt safetensors header: {}", file.string(), e.what());
+  }
+  return out;
+}
+
+void export_gpt2_safetensors(const model::GPT& model, const std::filesystem::path& file,
+                             const std::map<std::string, std::string>& metadata) {
+  NamedTensors tensors;
+  const auto& flat = model.flat_params();
+  for (auto& s : model.specs()) {
+    auto t = flat.narrow(0, s.offset, s.numel).view(s.shape);
+    tensors.emplace_back(s.name, s.hf_transposed ? t.t().contiguous() : t);
+  }
+  write_safetensors(file, tensors, metadata);
+}
+
+}  // namespace wit

@@ -1,0 +1,108 @@
+#include "trainer/step.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "core/error.h"
+#include "trainer/tree_sum.h"
+
+namespace wit {
+
+OptimizerState OptimizerState::zeros(int64_t n) {
+  return {torch::zeros({n}, torch::kFloat32), torch::zeros({n}, torch::kFloat32), 0};
+}
+
+uint64_t micro_batch_seed(uint64_t run_seed, int64_t step, int64_t micro) {
+  return digest_prefix_u64(Sha256()
+                               .update("wit-rng-v1")
+                               .update_u64(run_seed)
+                               .update_u64(uint64_t(step))
+                               .update_u64(uint64_t(micro))
+                               .finish());
+}
+
+uint64_t init_seed(uint64_t run_seed) {
+  return digest_prefix_u64(Sha256().update("wit-init-v1").update_u64(run_seed).finish());
+}
+
+torch::Tensor GradientPool::take() {
+  if (free_.empty()) return torch::zeros({n_}, torch::kFloat32);
+  auto t = std::move(free_.back());
+  free_.pop_back();
+  t.zero_();
+  return t;
+}
+
+std::vector<optim::DecaySegment> decay_segments(const model::GPT& model) {
+  std::vector<optim::DecaySegment> segs;
+  for (auto& s : model.specs()) {
+    if (!segs.empty() && segs.back().decay == s.decay && segs.back().end == s.offset)
+      segs.back().end = s.offset + s.numel;
+    else
+      segs.push_back({s.offset, s.offset + s.numel, s.decay});
+  }
+  return segs;
+}
+
+StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
+                      GradientPool& pool) {
+  WIT_CHECK(ctx.data, "step context without data");
+  const BatchSource& data = *ctx.data;
+  const int64_t M = data.micro_batches(), b = data.micro_batch_size(), T = data.seq_len();
+  StepRecord rec;
+  rec.step = opt.step;
+  rec.tokens = M * b * T;
+  rec.hyper = optim::hyper_at(ctx.optim, opt.step, ctx.total_steps);
+
+  auto add_grads = [&pool](torch::Tensor& acc, const torch::Tensor& x) {
+    acc.add_(x);
+    pool.give(x);
+  };
+  auto grad_sum = make_canonical_sum<torch::Tensor>(M, add_grads);
+  auto loss_sum = make_canonical_sum<double>(M, [](double& acc, const double& x) { acc += x; });
+  Sha256 batch_hash, rng_hash;
+
+  for (int64_t i = 0; i < M; ++i) {
+    const auto tokens = data.micro_batch_tokens(opt.step, i);
+    batch_hash.update(tokens.data(), tokens.size() * sizeof(uint16_t));
+    const uint64_t seed = micro_batch_seed(ctx.run_seed, opt.step, i);
+    rng_hash.update_u64(seed);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    const MicroBatch mb = to_micro_batch(tokens, b, T);
+
+    torch::Tensor grad = pool.take();
+    model.bind_grads(grad);
+    auto loss = model.loss(mb.x, mb.y, /*train=*/true, gen);
+    loss.objective.backward();
+    grad_sum.push(std::move(grad));
+    loss_sum.push(double(loss.value));
+  }
+  rec.batch_hash = batch_hash.finish();
+  rec.rng_commitment = rng_hash.finish();
+  rec.loss = float(loss_sum.result() / double(M));
+
+  torch::Tensor g = grad_sum.result();
+  g.mul_(1.0 / double(M));
+  float* gp = g.data_ptr<float>();
+  const int64_t P = g.numel();
+  const double norm = optim::grad_norm(gp, P);
+  rec.grad_norm = float(norm);
+  rec.clip_factor = optim::clip_grads(gp, P, norm, rec.hyper.grad_clip);
+  optim::adamw_update(model.flat_params().data_ptr<float>(), gp, opt.m.data_ptr<float>(),
+                      opt.v.data_ptr<float>(), P, decay_segments(model), opt.step + 1, rec.hyper);
+  pool.give(std::move(g));
+  ++opt.step;
+  return rec;
+}
+
+float evaluate(model::GPT& model, const data::TokenStream& val, int64_t T, int64_t b,
+               int64_t batches) {
+  torch::NoGradGuard no_grad;
+  double total = 0.0;
+  for (int64_t k = 0; k < batches; ++k) {
+    const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
+    total += double(model.loss(mb.x, mb.y, /*train=*/false).value);
+  }
+  return float(total / double(batches));
+}
+
+}  // namespace wit

@@ -1,0 +1,74 @@
+// The training step as a pure function of its committed inputs:
+//   step(θ_t, opt_t, batch_t, rng_t, hp_t) -> (θ_t+1, opt_t+1)
+// The trainer calls it to train; a verifier calls the same function to replay.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/sha256.h"
+#include "trainer/batch.h"
+#include "trainer/model/gpt.h"
+#include "trainer/optim/adamw.h"
+
+namespace wit {
+
+// Parameters live in the model's flat buffer; the AdamW moments beside them, same layout.
+struct OptimizerState {
+  torch::Tensor m;   // (P,) fp32
+  torch::Tensor v;   // (P,) fp32
+  int64_t step = 0;  // steps completed; the next step has index `step`
+  static OptimizerState zeros(int64_t num_params);
+};
+
+// What one step did: every field is a deterministic function of the step's inputs.
+struct StepRecord {
+  int64_t step = 0;         // index of the step (0-based)
+  int64_t tokens = 0;       // tokens consumed by this step
+  float loss = 0;           // mean over the M micro-batches, summed in the canonical tree
+  float grad_norm = 0;      // global L2 norm before clipping
+  float clip_factor = 1;    // factor applied to the gradient (1: not clipped)
+  optim::Hyper hyper{};     // hyperparameters applied
+  Digest batch_hash{};      // SHA-256 over the ordered micro-batches' token bytes
+  Digest rng_commitment{};  // SHA-256 over the micro-batches' generator seeds
+};
+
+// Seed of micro-batch `micro`'s generator at `step`: H(run_seed, step, micro), never the rank.
+uint64_t micro_batch_seed(uint64_t run_seed, int64_t step, int64_t micro);
+
+// Seed of the weight initialisation: H(run_seed).
+uint64_t init_seed(uint64_t run_seed);
+
+struct StepContext {
+  const BatchSource* data = nullptr;
+  optim::AdamWConfig optim;
+  int64_t total_steps = 0;
+  uint64_t run_seed = 0;
+};
+
+// Reusable gradient buffers, so a step does not allocate P floats per micro-batch.
+class GradientPool {
+ public:
+  explicit GradientPool(int64_t num_params) : n_(num_params) {}
+  torch::Tensor take();  // zeroed (P,)
+  void give(torch::Tensor t) { free_.push_back(std::move(t)); }
+
+ private:
+  int64_t n_;
+  std::vector<torch::Tensor> free_;
+};
+
+std::vector<optim::DecaySegment> decay_segments(const model::GPT& model);
+
+// Runs step `opt.step`: M micro-batches forward/backward, gradients summed in the canonical
+// tree and averaged, clipped, AdamW update in place; opt.step advances by one.
+StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
+                      GradientPool& pool);
+
+// Mean loss over `batches` validation micro-batches (no dropout, no gradients).
+float evaluate(model::GPT& model, const data::TokenStream& val, int64_t seq_len,
+               int64_t micro_batch_size, int64_t batches);
+
+}  // namespace wit

@@ -1,0 +1,254 @@
+#include "trainer/train_loop.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "trainer/checkpoint.h"
+#include "trainer/data/dataset.h"
+#include "trainer/run_config.h"
+#include "trainer/runtime.h"
+#include "trainer/safetensors.h"
+#include "trainer/step.h"
+
+namespace wit {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double measure_matmul_flops(int reps) {
+  torch::NoGradGuard g;
+  auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
+  a.mm(b);
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    auto c = a.mm(b);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * 1024.0 * 1024.0 * 1024.0 / best;
+}
+
+namespace {
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
+}
+
+// Metrics lines past `step` belong to a stretch of training that a resume redoes.
+void truncate_metrics(const fs::path& file, int64_t step) {
+  if (!fs::exists(file)) return;
+  std::ifstream in(file);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains("step") && j["step"].get<int64_t>() > step) continue;
+    kept += line + "\n";
+  }
+  write_file_atomic(file, kept);
+}
+
+class MetricsFile {
+ public:
+  explicit MetricsFile(const fs::path& p) : f_(std::fopen(p.c_str(), "a")), path_(p) {
+    if (!f_) fail("cannot open {} for writing", p.string());
+  }
+  ~MetricsFile() { std::fclose(f_); }
+  void write(const nlohmann::json& j) {
+    const std::string s = j.dump() + "\n";
+    write_all(f_, s.data(), s.size(), path_);
+    std::fflush(f_);
+  }
+
+ private:
+  std::FILE* f_;
+  fs::path path_;
+};
+
+struct ResolvedRun {
+  config::Config cfg;
+  fs::path run_dir;
+};
+
+ResolvedRun resolve(const TrainOptions& o) {
+  const auto& schema = run_schema();
+  if (o.resume) {
+    if (o.run_dir.empty()) fail("--resume needs the run directory");
+    const fs::path cfg_file = o.run_dir / "config.yaml";
+    if (!fs::exists(cfg_file))
+      fail("{} is not a run directory (no config.yaml); nothing to resume", o.run_dir.string());
+    for (auto& ov : o.overrides) {
+      const std::string key = ov.substr(0, ov.find('='));
+      const auto& ok = resume_mutable_keys();
+      if (std::find(ok.begin(), ok.end(), key) == ok.end() && schema.find(key))
+        fail(
+            "--set {}: cannot change {} when resuming, it would change the training "
+            "trajectory (changeable: train.log_every, train.eval_every, train.eval_batches, "
+            "train.checkpoint_every)",
+            ov, key);
+    }
+    return {config::Config::load(cfg_file, schema, o.overrides), o.run_dir};
+  }
+  if (o.config.empty()) fail("wit train needs a config file (e.g. configs/tiny.yaml)");
+  auto cfg = config::Config::load(o.config, schema, o.overrides);
+  fs::path dir = o.run_dir.empty() ? fs::path("runs") / o.config.stem() : o.run_dir;
+  if (fs::exists(dir / "config.yaml") || fs::exists(dir / "checkpoints"))
+    fail(
+        "{} already holds a run: continue it with `wit train --resume {}` or choose another "
+        "--out",
+        dir.string(), dir.string());
+  return {std::move(cfg), dir};
+}
+
+}  // namespace
+
+TrainSummary train(const TrainOptions& opts) {
+  ResolvedRun run = resolve(opts);
+  const RunConfig rc = run_config_from(run.cfg);
+  const fs::path& dir = run.run_dir;
+  set_compute_threads(int(rc.train.threads));
+  keep_freed_memory();
+
+  const auto dataset = data::Dataset::open(rc.data.dir);
+  if (dataset.vocab_size() > rc.model.vocab_size)
+    fail("dataset {} has a vocabulary of {} tokens but model.vocab_size is {}",
+         rc.data.dir.string(), dataset.vocab_size(), rc.model.vocab_size);
+  const Digest root = dataset.manifest().root;
+  const BatchSource batches(dataset.train(), rc.data.seq_len, rc.train.micro_batch_size,
+                            rc.train.micro_batches, rc.data.seed);
+
+  model::GPT model(rc.model);
+  OptimizerState opt;
+  const std::string config_yaml = run.cfg.to_yaml();
+  fs::path last_ckpt;
+  if (opts.resume) {
+    if (auto ck = latest_checkpoint(dir)) {
+      Checkpoint c = load_checkpoint(*ck);
+      auto saved = config::Config::parse(c.info.config_yaml, ck->string(), run_schema());
+      std::vector<std::string> diffs;
+      for (auto& d : saved.differences(run.cfg, {})) {
+        const auto key = d.substr(0, d.find(':'));
+        const auto& ok = resume_mutable_keys();
+        if (std::find(ok.begin(), ok.end(), key) == ok.end()) diffs.push_back(d);
+      }
+      if (!diffs.empty())
+        fail("checkpoint {} is from a different config ({}{})", ck->string(), diffs.front(),
+             diffs.size() > 1 ? fmt::format(" and {} more", diffs.size() - 1) : "");
+      if (c.info.manifest_root != root)
+        fail("checkpoint {} was trained on dataset {} but {} has root {}", ck->string(),
+             to_hex(c.info.manifest_root), rc.data.dir.string(), to_hex(root));
+      model.flat_params().copy_(c.params);
+      opt = {c.m, c.v, c.info.step};
+      last_ckpt = *ck;
+      if (!opts.quiet)
+        fmt::print("resuming {} from step {} ({})\n", dir.string(), opt.step, ck->string());
+    } else {
+      model.init_weights(init_seed(rc.train.seed));
+      opt = OptimizerState::zeros(model.num_params());
+      if (!opts.quiet)
+        fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir.string());
+    }
+    truncate_metrics(dir / "metrics.jsonl", opt.step);
+  } else {
+    fs::create_directories(dir);
+    write_file_atomic(dir / "config.yaml", config_yaml);
+    model.init_weights(init_seed(rc.train.seed));
+    opt = OptimizerState::zeros(model.num_params());
+  }
+
+  const int64_t total = rc.train.steps;
+  const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
+  const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
+  const double peak = measure_matmul_flops();
+  if (!opts.quiet) {
+    fmt::print("run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows)\n",
+               dir.string(), double(model.num_params()) / 1e6, total, rc.tokens_per_step(),
+               rc.data.dir.string(), batches.num_samples());
+    fmt::print(
+        "MFU is measured against {:.1f} GFLOP/s: a 1024^3 fp32 matmul on {} thread(s), "
+        "measured now\n",
+        peak / 1e9, rc.train.threads);
+    std::fflush(stdout);
+  }
+
+  MetricsFile metrics(dir / "metrics.jsonl");
+  GradientPool pool(model.num_params());
+  StepContext ctx{&batches, rc.optim, total, rc.train.seed};
+  TrainSummary summary{dir, opt.step, 0, 0, last_ckpt, {}};
+
+  auto checkpoint = [&] {
+    CheckpointInfo info{opt.step, model.num_params(), config_yaml, root, {}};
+    const fs::path p = checkpoint_path(dir, opt.step);
+    save_checkpoint(p, info, model.flat_params(), opt.m, opt.v);
+    summary.checkpoint = p;
+  };
+  auto eval = [&] {
+    const float val = evaluate(model, dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
+                               rc.train.eval_batches);
+    metrics.write({{"step", opt.step}, {"val_loss", val}});
+    if (!opts.quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", opt.step, total, val);
+    summary.val_loss = val;
+  };
+
+  auto window_start = Clock::now();
+  int64_t window_tokens = 0;
+  const auto run_start = Clock::now();
+  const int64_t first_step = opt.step;
+  while (opt.step < stop) {
+    const StepRecord rec = train_step(model, opt, ctx, pool);
+    if (!std::isfinite(rec.loss))
+      fail("loss became {} at step {}: lower optim.lr or check the data", rec.loss, rec.step);
+    summary.last_loss = rec.loss;
+    window_tokens += rec.tokens;
+    const bool last = opt.step == stop;
+    if (opt.step % rc.train.log_every == 0 || last) {
+      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double tps = double(window_tokens) / std::max(secs, 1e-9);
+      const double mfu = tps * flops_per_token / peak;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
+      const double eta = elapsed / double(opt.step - first_step) * double(stop - opt.step);
+      metrics.write({{"step", opt.step},
+                     {"loss", rec.loss},
+                     {"lr", rec.hyper.lr},
+                     {"grad_norm", rec.grad_norm},
+                     {"tokens_per_s", tps},
+                     {"mfu", mfu}});
+      if (!opts.quiet) {
+        fmt::print(
+            "step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} tok/s | "
+            "MFU {:.1f}% | ETA {}\n",
+            opt.step, total, rec.loss, rec.hyper.lr, rec.grad_norm, tps, 100 * mfu,
+            format_duration(eta));
+        std::fflush(stdout);
+      }
+      window_start = Clock::now();
+      window_tokens = 0;
+    }
+    if (rc.train.eval_every > 0 && opt.step % rc.train.eval_every == 0 && opt.step != total) eval();
+    if (rc.train.checkpoint_every > 0 && opt.step % rc.train.checkpoint_every == 0 && !last)
+      checkpoint();
+  }
+  if (summary.checkpoint.empty() || read_checkpoint_info(summary.checkpoint).step != opt.step)
+    checkpoint();
+  summary.steps_done = opt.step;
+  if (opt.step == total) {
+    eval();
+    summary.model_file = dir / "model.safetensors";
+    export_gpt2_safetensors(model, summary.model_file,
+                            {{"format", "pt"},
+                             {"wit.step", std::to_string(opt.step)},
+                             {"wit.manifest_root", to_hex(root)}});
+  }
+  return summary;
+}
+
+}  // namespace wit

@@ -1,0 +1,35 @@
+// `wit train`: resolve the config, build the model and data, run steps with progress, periodic
+// evaluation and checkpoints, and export the final model. Resume continues bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace wit {
+
+struct TrainOptions {
+  std::filesystem::path config;        // YAML of a new run (unused with resume)
+  std::vector<std::string> overrides;  // "section.key=value"
+  std::filesystem::path run_dir;       // empty: runs/<config name>
+  bool resume = false;
+  int64_t until = -1;  // stop after this many steps, checkpointed, as if interrupted
+  bool quiet = false;  // no progress lines
+};
+
+struct TrainSummary {
+  std::filesystem::path run_dir;
+  int64_t steps_done = 0;
+  float last_loss = 0;
+  float val_loss = 0;
+  std::filesystem::path checkpoint;
+  std::filesystem::path model_file;  // empty unless the run finished
+};
+
+TrainSummary train(const TrainOptions& opts);
+
+// fp32 FLOP/s of a 1024³ matmul on the current intra-op thread count (best of `reps`).
+double measure_matmul_flops(int reps = 5);
+
+}  // namespace wit

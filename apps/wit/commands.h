@@ -1,0 +1,15 @@
+// The subcommands of `wit`: each adds its options to the CLI and runs when selected.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace wit::cli {
+
+void add_prepare(CLI::App& app);
+void add_train(CLI::App& app);
+void add_config(CLI::App& app);
+
+// Runs whichever subcommand the parse selected; returns the exit code.
+int run_selected(CLI::App& app);
+
+}  // namespace wit::cli

@@ -1,0 +1,42 @@
+// wit: the command-line entry point. Parses arguments, dispatches to a subcommand, and turns
+// every error into one line on stderr and a non-zero exit code. No logic lives here.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "apps/wit/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "wit: a GPT trainer whose every step leaves a witness.\n"
+      "Prepare a corpus, train on it; each step is a pure function of committed inputs, so any\n"
+      "step can be replayed bit for bit.",
+      "wit"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.footer("Run `wit SUBCOMMAND --help` for a subcommand's options.");
+
+  wit::cli::add_prepare(app);
+  wit::cli::add_train(app);
+  wit::cli::add_config(app);
+
+  try {
+    app.parse(argc, argv);
+    return wit::cli::run_selected(app);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const wit::Error& e) {
+    fmt::print(stderr, "wit: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    // Library errors (torch, HDF5, filesystem): first line only, no stack traces.
+    std::string msg = e.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    fmt::print(stderr, "wit: error: {}\n", msg);
+    return 1;
+  }
+}

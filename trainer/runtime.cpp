@@ -7,10 +7,16 @@
 namespace wit {
 
 void set_compute_threads(int threads) {
-  torch::set_num_threads(threads);
   using SetThreads = void (*)(int);
-  if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-    f(threads);
+  auto openblas = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (openblas) {
+    // Matmuls dominate the step: they get the threads. libtorch's own OpenMP pool stays at one
+    // thread, since two pools spinning on the same cores halve the throughput.
+    openblas(threads);
+    torch::set_num_threads(1);
+  } else {
+    torch::set_num_threads(threads);
+  }
 }
 
 void keep_freed_memory() {

@@ -4,8 +4,9 @@
 
 namespace wit {
 
-// Sets libtorch's intra-op threads and, when the BLAS is OpenBLAS, its own thread pool, which
-// libtorch does not control: left alone it starts one spinning thread per core.
+// Gives the step's CPU kernels `threads` threads. With OpenBLAS (which libtorch does not
+// control: left alone it starts a spinning thread per core), the threads go to the BLAS and
+// libtorch's pool keeps one; with another BLAS, to libtorch.
 void set_compute_threads(int threads);
 
 // Big activations are allocated and freed every micro-batch; by default glibc returns them to

@@ -352,11 +352,7 @@ PrepareReport prepare(const PrepareOptions& o, const Progress& progress) {
   for (const DocumentEntry& d : m.documents)
     (d.split == kSplitVal ? report.val_documents : report.train_documents) += 1;
   for (const ShardEntry& s : m.shards) report.shards.push_back(out / s.file);
-  report.root = m.root;
-  say(progress,
-      fmt::format("prepared {}: {} documents ({} train, {} val), {} + {} tokens, root {}",
-                  out.string(), report.documents, report.train_documents, report.val_documents,
-                  report.train_tokens, report.val_tokens, to_hex(report.root)));
+  report.root = m.root;  // the caller prints the summary from the report
   return report;
 }
 

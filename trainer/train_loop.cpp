@@ -57,6 +57,17 @@ void truncate_metrics(const fs::path& file, int64_t step) {
   write_file_atomic(file, kept);
 }
 
+float last_logged(const fs::path& file, const char* key) {
+  std::ifstream in(file);
+  std::string line;
+  float value = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains(key)) value = j[key].get<float>();
+  }
+  return value;
+}
+
 class MetricsFile {
  public:
   explicit MetricsFile(const fs::path& p) : f_(std::fopen(p.c_str(), "a")), path_(p) {
@@ -240,9 +251,15 @@ TrainSummary train(const TrainOptions& opts) {
   if (summary.checkpoint.empty() || read_checkpoint_info(summary.checkpoint).step != opt.step)
     checkpoint();
   summary.steps_done = opt.step;
-  if (opt.step == total) {
+  const fs::path model_file = dir / "model.safetensors";
+  if (first_step == total && fs::exists(model_file)) {
+    // Resuming a finished run: report it, evaluate and export nothing twice.
+    summary.model_file = model_file;
+    summary.val_loss = last_logged(dir / "metrics.jsonl", "val_loss");
+    if (!opts.quiet) fmt::print("run {} was already complete\n", dir.string());
+  } else if (opt.step == total) {
     eval();
-    summary.model_file = dir / "model.safetensors";
+    summary.model_file = model_file;
     export_gpt2_safetensors(model, summary.model_file,
                             {{"format", "pt"},
                              {"wit.step", std::to_string(opt.step)},

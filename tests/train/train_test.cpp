@@ -7,15 +7,25 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/sha256.h"
+#include "trainer/batch.h"
 #include "trainer/checkpoint.h"
+#include "trainer/data/dataset.h"
 #include "trainer/data/prepare.h"
 #include "trainer/safetensors.h"
+#include "trainer/step.h"
 #include "trainer/train_loop.h"
 
 namespace wit {
 namespace {
 
 namespace fs = std::filesystem;
+
+const char* kGoldenKjvRoot = "cf3fb076560da1deaefa0b7790325dc427f654f6cef6d00719d8998df0c48798";
+const char* kGoldenBatches = "9534e40e99699af914d08d902f7f2f0c9d2688da9f9738ec0464ed2ce7a7e0b8";
+const uint64_t kGoldenSeed00 = 7552475924491445325ull;
+const uint64_t kGoldenSeed51 = 11392426358776324596ull;
+const uint64_t kGoldenInitSeed = 15163886000538457969ull;
 
 // The built-in corpus, prepared once for the whole test binary.
 const fs::path& kjv_dir() {
@@ -102,6 +112,10 @@ TEST(Train, ResumeIsBitwiseIdenticalToNeverStopping) {
   again.quiet = true;
   auto done = train(again);
   EXPECT_EQ(done.steps_done, 20);
+  // Resuming a finished run changes nothing.
+  const std::string metrics = read_text_file(resumed.path / "metrics.jsonl");
+  EXPECT_EQ(train(again).steps_done, 20);
+  EXPECT_EQ(metrics, read_text_file(resumed.path / "metrics.jsonl"));
 
   Checkpoint a = load_checkpoint(checkpoint_path(straight.path, 20));
   Checkpoint b = load_checkpoint(checkpoint_path(resumed.path, 20));
@@ -117,6 +131,26 @@ TEST(Train, ResumeIsBitwiseIdenticalToNeverStopping) {
   ASSERT_EQ(la.size(), 20u);
   ASSERT_EQ(lb.size(), 20u);
   for (size_t i = 0; i < la.size(); ++i) EXPECT_EQ(la[i], lb[i]) << "step " << i + 1;
+}
+
+// The protocol's data side is pinned: which tokens step t sees and which seeds it uses. These
+// involve no floating point, so they are the same on every machine; a change here changes
+// every run's witness and must be deliberate.
+TEST(Golden, DataOrderAndSeedsArePinned) {
+  const auto ds = data::Dataset::open(kjv_dir());
+  EXPECT_EQ(to_hex(ds.manifest().root), kGoldenKjvRoot);
+  const BatchSource batches(ds.train(), 32, 4, 2, /*data seed=*/1);
+  EXPECT_EQ(batches.num_samples(), 125'252u);
+  Sha256 h;
+  for (int64_t step : {0, 1, 7, 1000})
+    for (int64_t micro = 0; micro < 2; ++micro) {
+      auto t = batches.micro_batch_tokens(step, micro);
+      h.update(t.data(), t.size() * 2);
+    }
+  EXPECT_EQ(to_hex(h.finish()), kGoldenBatches);
+  EXPECT_EQ(micro_batch_seed(1, 0, 0), kGoldenSeed00);
+  EXPECT_EQ(micro_batch_seed(1, 5, 1), kGoldenSeed51);
+  EXPECT_EQ(init_seed(1), kGoldenInitSeed);
 }
 
 TEST(Train, ADifferentSeedGivesADifferentRun) {

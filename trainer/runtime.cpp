@@ -21,7 +21,7 @@ void set_compute_threads(int threads) {
 
 void keep_freed_memory() {
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);  // never give the heap back
   mallopt(M_TOP_PAD, 64 << 20);
 }
 

@@ -43,11 +43,19 @@ std::vector<optim::DecaySegment> decay_segments(const model::GPT& model) {
   return segs;
 }
 
+int64_t padded_size(int64_t num_params, int world) {
+  return (num_params + world - 1) / world * world;
+}
+
 StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
                       GradientPool& pool) {
   WIT_CHECK(ctx.data, "step context without data");
   const BatchSource& data = *ctx.data;
   const int64_t M = data.micro_batches(), b = data.micro_batch_size(), T = data.seq_len();
+  auto single = dist::make_single_process();
+  dist::Communicator& comm = ctx.comm ? *ctx.comm : *single;
+  const int64_t N = comm.size(), B = M / N, first = comm.rank() * B;
+  WIT_CHECK(M % N == 0, "{} micro-batches over {} ranks", M, N);
   StepRecord rec;
   rec.step = opt.step;
   rec.tokens = M * b * T;
@@ -57,15 +65,17 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
     acc.add_(x);
     pool.give(x);
   };
-  auto grad_sum = make_canonical_sum<torch::Tensor>(M, add_grads);
-  auto loss_sum = make_canonical_sum<double>(M, [](double& acc, const double& x) { acc += x; });
+  auto grad_sum = make_canonical_sum<torch::Tensor>(B, add_grads);
+  auto loss_sum = make_canonical_sum<double>(B, [](double& acc, const double& x) { acc += x; });
   Sha256 batch_hash, rng_hash;
 
+  // Every rank hashes all M micro-batches (reading only); it computes its own block.
   for (int64_t i = 0; i < M; ++i) {
     const auto tokens = data.micro_batch_tokens(opt.step, i);
     batch_hash.update(tokens.data(), tokens.size() * sizeof(uint16_t));
     const uint64_t seed = micro_batch_seed(ctx.run_seed, opt.step, i);
     rng_hash.update_u64(seed);
+    if (i < first || i >= first + B) continue;
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
     const MicroBatch mb = to_micro_batch(tokens, b, T);
 
@@ -78,12 +88,14 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   }
   rec.batch_hash = batch_hash.finish();
   rec.rng_commitment = rng_hash.finish();
-  rec.loss = float(loss_sum.result() / double(M));
+  rec.loss = float(dist::sum_canonical(comm, loss_sum.result()) / double(M));
 
   torch::Tensor g = grad_sum.result();
-  g.mul_(1.0 / double(M));
+  comm.reduce_scatter_canonical(g.data_ptr<float>(), g.numel());
+  comm.all_gather(g.data_ptr<float>(), g.numel());
+  const int64_t P = model.num_params();
+  g.narrow(0, 0, P).mul_(1.0 / double(M));
   float* gp = g.data_ptr<float>();
-  const int64_t P = g.numel();
   const double norm = optim::grad_norm(gp, P);
   rec.grad_norm = float(norm);
   rec.clip_factor = optim::clip_grads(gp, P, norm, rec.hyper.grad_clip);

@@ -10,6 +10,7 @@
 
 #include "core/sha256.h"
 #include "trainer/batch.h"
+#include "trainer/dist/communicator.h"
 #include "trainer/model/gpt.h"
 #include "trainer/optim/adamw.h"
 
@@ -46,13 +47,20 @@ struct StepContext {
   optim::AdamWConfig optim;
   int64_t total_steps = 0;
   uint64_t run_seed = 0;
+  // The process group (nullptr: one process). Rank r computes micro-batches [r·M/N, (r+1)·M/N)
+  // and the canonical reduction makes the result independent of N.
+  dist::Communicator* comm = nullptr;
 };
+
+// Gradient buffers hold P rounded up to a multiple of the world size (zero padding), so they
+// split into equal blocks for the reduce-scatter.
+int64_t padded_size(int64_t num_params, int world);
 
 // Reusable gradient buffers, so a step does not allocate P floats per micro-batch.
 class GradientPool {
  public:
-  explicit GradientPool(int64_t num_params) : n_(num_params) {}
-  torch::Tensor take();  // zeroed (P,)
+  explicit GradientPool(int64_t size) : n_(size) {}
+  torch::Tensor take();  // zeroed (size,)
   void give(torch::Tensor t) { free_.push_back(std::move(t)); }
 
  private:
@@ -62,8 +70,9 @@ class GradientPool {
 
 std::vector<optim::DecaySegment> decay_segments(const model::GPT& model);
 
-// Runs step `opt.step`: M micro-batches forward/backward, gradients summed in the canonical
-// tree and averaged, clipped, AdamW update in place; opt.step advances by one.
+// Runs step `opt.step`: M micro-batches forward/backward (this rank's block of them), gradients
+// summed in the canonical tree (locally, then over ranks) and averaged, clipped, AdamW update in
+// place on every rank; opt.step advances by one. The pool's buffers must be padded_size long.
 StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
                       GradientPool& pool);
 

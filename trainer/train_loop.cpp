@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
+#include "trainer/dist/mpi_communicator.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
@@ -68,13 +70,18 @@ float last_logged(const fs::path& file, const char* key) {
   return value;
 }
 
+// Appended by rank 0 only; on other ranks writes are dropped.
 class MetricsFile {
  public:
-  explicit MetricsFile(const fs::path& p) : f_(std::fopen(p.c_str(), "a")), path_(p) {
-    if (!f_) fail("cannot open {} for writing", p.string());
+  MetricsFile(const fs::path& p, bool enabled)
+      : f_(enabled ? std::fopen(p.c_str(), "a") : nullptr), path_(p) {
+    if (enabled && !f_) fail("cannot open {} for writing", p.string());
   }
-  ~MetricsFile() { std::fclose(f_); }
+  ~MetricsFile() {
+    if (f_) std::fclose(f_);
+  }
   void write(const nlohmann::json& j) {
+    if (!f_) return;
     const std::string s = j.dump() + "\n";
     write_all(f_, s.data(), s.size(), path_);
     std::fflush(f_);
@@ -120,11 +127,24 @@ ResolvedRun resolve(const TrainOptions& o) {
   return {std::move(cfg), dir};
 }
 
-}  // namespace
+// A test hook: WIT_INJECT_FAULT=RANK:STEP makes that rank throw before that step, to check that
+// one failing rank brings the whole job down instead of leaving the others waiting.
+void maybe_inject_fault(int rank, int64_t step) {
+  const char* spec = std::getenv("WIT_INJECT_FAULT");
+  if (!spec) return;
+  int r = -1;
+  long long s = -1;
+  if (std::sscanf(spec, "%d:%lld", &r, &s) == 2 && r == rank && s == step)
+    fail("fault injected on rank {} at step {} (WIT_INJECT_FAULT)", rank, step);
+}
 
-TrainSummary train(const TrainOptions& opts) {
+TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
+  const bool is_root = comm.is_root();
+  const bool quiet = opts.quiet || !is_root;
   ResolvedRun run = resolve(opts);
+  comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
   const RunConfig rc = run_config_from(run.cfg);
+  dist::check_world_size(comm.size(), rc.train.micro_batches);
   const fs::path& dir = run.run_dir;
   set_compute_threads(int(rc.train.threads));
   keep_freed_memory();
@@ -160,18 +180,19 @@ TrainSummary train(const TrainOptions& opts) {
       model.flat_params().copy_(c.params);
       opt = {c.m, c.v, c.info.step};
       last_ckpt = *ck;
-      if (!opts.quiet)
+      if (!quiet)
         fmt::print("resuming {} from step {} ({})\n", dir.string(), opt.step, ck->string());
     } else {
       model.init_weights(init_seed(rc.train.seed));
       opt = OptimizerState::zeros(model.num_params());
-      if (!opts.quiet)
-        fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir.string());
+      if (!quiet) fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir.string());
     }
-    truncate_metrics(dir / "metrics.jsonl", opt.step);
+    if (is_root) truncate_metrics(dir / "metrics.jsonl", opt.step);
   } else {
-    fs::create_directories(dir);
-    write_file_atomic(dir / "config.yaml", config_yaml);
+    if (is_root) {
+      fs::create_directories(dir);
+      write_file_atomic(dir / "config.yaml", config_yaml);
+    }
     model.init_weights(init_seed(rc.train.seed));
     opt = OptimizerState::zeros(model.num_params());
   }
@@ -180,10 +201,12 @@ TrainSummary train(const TrainOptions& opts) {
   const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
   const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
   const double peak = measure_matmul_flops();
-  if (!opts.quiet) {
-    fmt::print("run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows)\n",
-               dir.string(), double(model.num_params()) / 1e6, total, rc.tokens_per_step(),
-               rc.data.dir.string(), batches.num_samples());
+  if (!quiet) {
+    fmt::print(
+        "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
+        "{} process(es) ({})\n",
+        dir.string(), double(model.num_params()) / 1e6, total, rc.tokens_per_step(),
+        rc.data.dir.string(), batches.num_samples(), comm.size(), comm.backend());
     fmt::print(
         "MFU is measured against {:.1f} GFLOP/s: a 1024^3 fp32 matmul on {} thread(s), "
         "measured now\n",
@@ -191,22 +214,25 @@ TrainSummary train(const TrainOptions& opts) {
     std::fflush(stdout);
   }
 
-  MetricsFile metrics(dir / "metrics.jsonl");
-  GradientPool pool(model.num_params());
-  StepContext ctx{&batches, rc.optim, total, rc.train.seed};
+  MetricsFile metrics(dir / "metrics.jsonl", is_root);
+  GradientPool pool(padded_size(model.num_params(), comm.size()));
+  StepContext ctx{&batches, rc.optim, total, rc.train.seed, &comm};
   TrainSummary summary{dir, opt.step, 0, 0, last_ckpt, {}};
 
   auto checkpoint = [&] {
+    summary.checkpoint = checkpoint_path(dir, opt.step);
+    if (!is_root) return;  // the state is replicated: rank 0 writes it
     CheckpointInfo info{opt.step, model.num_params(), config_yaml, root, {}};
     const fs::path p = checkpoint_path(dir, opt.step);
     save_checkpoint(p, info, model.flat_params(), opt.m, opt.v);
     summary.checkpoint = p;
   };
   auto eval = [&] {
+    if (!is_root) return;
     const float val = evaluate(model, dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
                                rc.train.eval_batches);
     metrics.write({{"step", opt.step}, {"val_loss", val}});
-    if (!opts.quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", opt.step, total, val);
+    if (!quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", opt.step, total, val);
     summary.val_loss = val;
   };
 
@@ -215,6 +241,7 @@ TrainSummary train(const TrainOptions& opts) {
   const auto run_start = Clock::now();
   const int64_t first_step = opt.step;
   while (opt.step < stop) {
+    maybe_inject_fault(comm.rank(), opt.step);
     const StepRecord rec = train_step(model, opt, ctx, pool);
     if (!std::isfinite(rec.loss))
       fail("loss became {} at step {}: lower optim.lr or check the data", rec.loss, rec.step);
@@ -233,7 +260,7 @@ TrainSummary train(const TrainOptions& opts) {
                      {"grad_norm", rec.grad_norm},
                      {"tokens_per_s", tps},
                      {"mfu", mfu}});
-      if (!opts.quiet) {
+      if (!quiet) {
         fmt::print(
             "step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} tok/s | "
             "MFU {:.1f}% | ETA {}\n",
@@ -256,16 +283,34 @@ TrainSummary train(const TrainOptions& opts) {
     // Resuming a finished run: report it, evaluate and export nothing twice.
     summary.model_file = model_file;
     summary.val_loss = last_logged(dir / "metrics.jsonl", "val_loss");
-    if (!opts.quiet) fmt::print("run {} was already complete\n", dir.string());
+    summary.last_loss = last_logged(dir / "metrics.jsonl", "loss");
+    if (!quiet) fmt::print("run {} was already complete\n", dir.string());
   } else if (opt.step == total) {
     eval();
     summary.model_file = model_file;
-    export_gpt2_safetensors(model, summary.model_file,
-                            {{"format", "pt"},
-                             {"wit.step", std::to_string(opt.step)},
-                             {"wit.manifest_root", to_hex(root)}});
+    if (is_root)
+      export_gpt2_safetensors(model, summary.model_file,
+                              {{"format", "pt"},
+                               {"wit.step", std::to_string(opt.step)},
+                               {"wit.manifest_root", to_hex(root)}});
   }
   return summary;
+}
+
+}  // namespace
+
+TrainSummary train(const TrainOptions& opts) {
+  auto comm = dist::make_communicator();
+  try {
+    return train_on(opts, *comm);
+  } catch (const std::exception& e) {
+    if (comm->size() == 1) throw;
+    // The other ranks may be waiting in a collective: report, then take the whole job down.
+    fmt::print(stderr, "wit: error (rank {} of {}): {}\n", comm->rank(), comm->size(), e.what());
+    std::fflush(stderr);
+    comm->abort(1);
+    throw;
+  }
 }
 
 }  // namespace wit

@@ -87,7 +87,7 @@ void GPT::init_weights(uint64_t seed) {
 }
 
 void GPT::bind_grads(torch::Tensor& flat_grad) {
-  WIT_CHECK(flat_grad.numel() == flat_.numel(), "gradient buffer has {} elements, model {}",
+  WIT_CHECK(flat_grad.numel() >= flat_.numel(), "gradient buffer has {} elements, model {}",
             flat_grad.numel(), flat_.numel());
   for (size_t i = 0; i < specs_.size(); ++i)
     params_[i].mutable_grad() =

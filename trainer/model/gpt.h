@@ -63,7 +63,8 @@ class GPT {
   // logits: (B, T, vocab)
   torch::Tensor logits(const torch::Tensor& idx);
 
-  // Gradients of the next backward pass land in `flat_grad` (P,), which must be zeroed.
+  // Gradients of the next backward pass land in the first P elements of `flat_grad`, which
+  // must be zeroed.
   void bind_grads(torch::Tensor& flat_grad);
 
   const GPTConfig& config() const { return cfg_; }

@@ -1,0 +1,58 @@
+#include "trainer/dist/communicator.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace wit::dist {
+
+namespace {
+
+class SingleProcess final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "single"; }
+  void reduce_scatter_canonical(float*, int64_t) override {}
+  void all_gather(float*, int64_t) override {}
+  void all_gather_bytes(const void* mine, size_t bytes, void* all) override {
+    std::memcpy(all, mine, bytes);
+  }
+  void broadcast(void*, size_t, int) override {}
+  void barrier() override {}
+  void abort(int) override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_single_process() { return std::make_unique<SingleProcess>(); }
+
+double sum_canonical(Communicator& comm, double mine) {
+  std::vector<double> all(size_t(comm.size()));
+  comm.all_gather_bytes(&mine, sizeof(double), all.data());
+  // Pairwise by rank index: (r, r^1), then pairs of pairs: the same tree as the reduce-scatter.
+  for (size_t stride = 1; stride < all.size(); stride *= 2)
+    for (size_t r = 0; r + stride < all.size(); r += 2 * stride) all[r] = all[r] + all[r + stride];
+  return all[0];
+}
+
+std::vector<int> valid_world_sizes(int64_t micro_batches) {
+  std::vector<int> sizes;
+  for (int64_t n = 1; n <= micro_batches && micro_batches % n == 0; n *= 2) sizes.push_back(int(n));
+  return sizes;
+}
+
+void check_world_size(int world, int64_t micro_batches) {
+  auto ok = valid_world_sizes(micro_batches);
+  for (int n : ok)
+    if (n == world) return;
+  std::string list;
+  for (int n : ok) list += (list.empty() ? "" : ", ") + std::to_string(n);
+  fail(
+      "{} processes cannot run train.micro_batches = {} canonically: the world size must be a "
+      "power of two dividing it (valid: {}){}",
+      world, micro_batches, list,
+      world > 0 && micro_batches % world == 0 ? "" : "; or change train.micro_batches");
+}
+
+}  // namespace wit::dist

@@ -1,0 +1,52 @@
+// The process group a step runs on: rank, size, and the few collectives the canonical
+// reduction needs. Backends: a single process (no communication) and MPI (CPU tensors).
+//
+// reduce_scatter_canonical is the heart of world-size independence: the sum over ranks is
+// formed in one balanced binary tree over rank index (partner r xor 1, then r xor 2, ...),
+// so together with each rank's local micro-batch tree the global sum is the same tree over all
+// M micro-batches for any N that is a power of two dividing M.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace wit::dist {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;
+
+  // data: n floats on every rank, n divisible by size(). Afterwards block rank() (n/size
+  // elements starting at rank()·n/size) holds the canonical-tree sum over ranks of that block;
+  // the other blocks hold partial sums and are scratch.
+  virtual void reduce_scatter_canonical(float* data, int64_t n) = 0;
+  // data: n floats, n divisible by size(); block r of rank r is copied to every rank.
+  virtual void all_gather(float* data, int64_t n) = 0;
+  // Every rank's `bytes` bytes at `mine`, concatenated in rank order into `all` (size·bytes).
+  virtual void all_gather_bytes(const void* mine, size_t bytes, void* all) = 0;
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+  // Brings the whole job down (other ranks included) after a fatal error on this rank.
+  virtual void abort(int code) = 0;
+
+  bool is_root() const { return rank() == 0; }
+};
+
+// One process: every collective is the identity.
+std::unique_ptr<Communicator> make_single_process();
+
+// Sum of one double per rank in the canonical tree over ranks (size a power of two).
+double sum_canonical(Communicator& comm, double mine);
+
+// Valid world sizes for M micro-batches: powers of two dividing M.
+std::vector<int> valid_world_sizes(int64_t micro_batches);
+// Throws an Error listing the valid sizes when `world` cannot run M micro-batches canonically.
+void check_world_size(int world, int64_t micro_batches);
+
+}  // namespace wit::dist

@@ -1,0 +1,140 @@
+#include "trainer/dist/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+#include "core/error.h"
+
+namespace wit::dist {
+
+namespace {
+
+// Every MPI call is checked: a failure names the call, the call site and MPI's own message.
+void mpi_check(int rc, const char* call, const char* file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  fail("MPI: {} failed at {}:{}: {}", call, file, line, std::string(msg, size_t(len)));
+}
+#define WIT_MPI(call) mpi_check((call), #call, __FILE__, __LINE__)
+
+// MPI counts are ints: large buffers travel in pieces.
+constexpr int64_t kMaxCount = int64_t(1) << 30;
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    int initialized = 0;
+    WIT_MPI(MPI_Initialized(&initialized));
+    if (!initialized) {
+      int provided = 0;
+      WIT_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      owns_runtime_ = true;
+    }
+    WIT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    WIT_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    WIT_MPI(MPI_Comm_rank(comm_, &rank_));
+    WIT_MPI(MPI_Comm_size(comm_, &size_));
+  }
+  ~MpiCommunicator() override {
+    MPI_Comm_free(&comm_);
+    if (owns_runtime_) MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+
+  void reduce_scatter_canonical(float* data, int64_t n) override {
+    const int64_t N = size_, B = n / N;
+    WIT_CHECK(n % N == 0, "reduce-scatter of {} elements over {} ranks", n, N);
+    if (N == 1) return;
+    send_.resize(size_t(n / 2));
+    recv_.resize(size_t(n / 2));
+    for (int64_t d = 1; d < N; d <<= 1) {
+      const int partner = rank_ ^ int(d);
+      // Blocks still held agree with this rank on the bits below d; of those, the ones whose
+      // bit d matches the partner are sent, the partner's copies of the others received.
+      int64_t packed = 0;
+      for (int64_t i = 0; i < N; ++i) {
+        if ((i & (d - 1)) != (rank_ & (d - 1)) || (i & d) != (partner & d)) continue;
+        std::copy(data + i * B, data + (i + 1) * B, send_.data() + packed);
+        packed += B;
+      }
+      sendrecv(send_.data(), recv_.data(), packed, partner);
+      int64_t at = 0;
+      for (int64_t i = 0; i < N; ++i) {
+        if ((i & (d - 1)) != (rank_ & (d - 1)) || (i & d) != (rank_ & d)) continue;
+        float* block = data + i * B;
+        const float* theirs = recv_.data() + at;
+        for (int64_t k = 0; k < B; ++k) block[k] += theirs[k];  // a + b == b + a in IEEE
+        at += B;
+      }
+    }
+  }
+
+  void all_gather(float* data, int64_t n) override {
+    const int64_t B = n / size_;
+    WIT_CHECK(n % size_ == 0, "all-gather of {} elements over {} ranks", n, size_);
+    if (size_ == 1) return;
+    if (B <= kMaxCount) {
+      WIT_MPI(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, int(B), MPI_FLOAT, comm_));
+      return;
+    }
+    for (int r = 0; r < size_; ++r)
+      for (int64_t off = 0; off < B; off += kMaxCount)
+        WIT_MPI(
+            MPI_Bcast(data + r * B + off, int(std::min(kMaxCount, B - off)), MPI_FLOAT, r, comm_));
+  }
+
+  void all_gather_bytes(const void* mine, size_t bytes, void* all) override {
+    WIT_CHECK(bytes <= size_t(INT_MAX), "all-gather of {} bytes", bytes);
+    WIT_MPI(MPI_Allgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_));
+  }
+
+  void broadcast(void* data, size_t bytes, int root) override {
+    auto* p = static_cast<char*>(data);
+    for (size_t off = 0; off < bytes; off += size_t(kMaxCount))
+      WIT_MPI(
+          MPI_Bcast(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, root, comm_));
+  }
+
+  void barrier() override { WIT_MPI(MPI_Barrier(comm_)); }
+
+  void abort(int code) override { MPI_Abort(comm_, code); }
+
+ private:
+  void sendrecv(const float* send, float* recv, int64_t n, int partner) {
+    for (int64_t off = 0; off < n; off += kMaxCount) {
+      const int count = int(std::min(kMaxCount, n - off));
+      WIT_MPI(MPI_Sendrecv(send + off, count, MPI_FLOAT, partner, 0, recv + off, count, MPI_FLOAT,
+                           partner, 0, comm_, MPI_STATUS_IGNORE));
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  bool owns_runtime_ = false;
+  std::vector<float> send_, recv_;
+};
+
+}  // namespace
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+std::unique_ptr<Communicator> make_mpi() { return std::make_unique<MpiCommunicator>(); }
+
+std::unique_ptr<Communicator> make_communicator() {
+  return launched_by_mpi() ? make_mpi() : make_single_process();
+}
+
+}  // namespace wit::dist

@@ -1,13 +1,18 @@
 // Checkpoints: the full training state (parameters, AdamW moments, step) with the config and
 // dataset root it belongs to, written atomically and checked on load.
 //
-// File: "WITCKPT1" | u32 version | u32 0 | u64 header bytes | header JSON | params | m | v
-// (fp32 little-endian, canonical flat order). The state hash is a canonical commitment to
-// (step, params, m, v): independent of how the state was sharded when it was produced.
+// File: "WITCKPT1" | u32 version | u32 0 | u64 header bytes | header JSON |
+//       params | m | v (P fp32 little-endian each, canonical flat order) |
+//       state hash (32 bytes) | "WITCKEND"
+// The state hash SHA-256("wit-state-v1" ‖ u64 step ‖ u64 P ‖ params ‖ m ‖ v) is a canonical
+// commitment: one file and one hash whatever the world size or sharding that produced it, and
+// any world size can load any checkpoint (a rank reads just its range). The hash sits at the end
+// so a sharded state can be streamed into the file through one rank.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -28,20 +33,44 @@ struct CheckpointInfo {
 
 struct Checkpoint {
   CheckpointInfo info;
-  torch::Tensor params, m, v;  // (P,) fp32 each
+  torch::Tensor params, m, v;  // (P,) fp32 each, or the loaded range of them
 };
 
-// SHA-256("wit-state-v1" ‖ u64 step ‖ u64 P ‖ params ‖ m ‖ v).
 Digest state_hash(int64_t step, const torch::Tensor& params, const torch::Tensor& m,
                   const torch::Tensor& v);
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int64_t step);
-// Writes atomically (temp file, fsync, rename); returns the state hash.
+
+// Streams a checkpoint into place: the header, then params, m and v in order (any number of
+// write() calls each), then finish() adds the hash, fsyncs and renames the temporary file over
+// `file`. Destroyed unfinished, it removes the temporary and leaves `file` as it was.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::filesystem::path file, const CheckpointInfo& info);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+  void write(const float* data, int64_t n);
+  Digest finish();
+
+ private:
+  std::filesystem::path file_, tmp_;
+  std::FILE* f_ = nullptr;
+  Sha256 hash_;
+  int64_t expected_ = 0, written_ = 0;
+};
+
+// Whole state in memory: returns the state hash.
 Digest save_checkpoint(const std::filesystem::path& file, const CheckpointInfo& info,
                        const torch::Tensor& params, const torch::Tensor& m, const torch::Tensor& v);
 // Validates magic, version, sizes and the state hash; errors name the file and the fault.
 Checkpoint load_checkpoint(const std::filesystem::path& file);
-// Only the header (cheap): step, config, hashes.
+// Elements [begin, begin+count) of params, m and v (count may run past P: zero-filled), without
+// hashing the file; pair it with verify_checkpoint on one rank.
+Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count);
+// Streams the file and checks the state hash; throws naming the file when it does not match.
+void verify_checkpoint(const std::filesystem::path& file);
+// Header and hash only (cheap).
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& file);
 // The checkpoint with the highest step in run_dir/checkpoints, if any.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir);

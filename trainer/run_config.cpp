@@ -36,6 +36,10 @@ const config::Schema& run_schema() {
     s.add_float("optim", "beta2", 0.95, "Adam beta2", 0.0, 0.999999);
     s.add_float("optim", "eps", 1e-8, "Adam epsilon", 0.0, 1.0);
     s.add_float("optim", "grad_clip", 1.0, "global gradient-norm clip (0: off)", 0.0, 1e9);
+
+    s.add_string("dist", "mode", "ddp",
+                 "several processes: ddp (full state on every rank) or fsdp (sharded)",
+                 {"ddp", "fsdp"});
     return s;
   }();
   return schema;
@@ -69,6 +73,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.optim.beta2 = c.get_float("optim.beta2");
   r.optim.eps = c.get_float("optim.eps");
   r.optim.grad_clip = c.get_float("optim.grad_clip");
+  r.dist_mode = c.get_string("dist.mode");
 
   if (r.model.n_embd % r.model.n_head != 0)
     fail("model.n_embd = {} must be divisible by model.n_head = {}", r.model.n_embd,
@@ -83,7 +88,8 @@ RunConfig run_config_from(const config::Config& c) {
 
 const std::vector<std::string>& resume_mutable_keys() {
   static const std::vector<std::string> keys = {"train.log_every", "train.eval_every",
-                                                "train.eval_batches", "train.checkpoint_every"};
+                                                "train.eval_batches", "train.checkpoint_every",
+                                                "dist.mode"};
   return keys;
 }
 

@@ -35,6 +35,7 @@ struct RunConfig {
   DataConfig data;
   TrainConfig train;
   optim::AdamWConfig optim;
+  std::string dist_mode = "ddp";  // ddp: replicated state; fsdp: sharded state (ZeRO-3)
   int64_t tokens_per_step() const {
     return train.micro_batches * train.micro_batch_size * data.seq_len;
   }

@@ -32,9 +32,9 @@ torch::Tensor GradientPool::take() {
   return t;
 }
 
-std::vector<optim::DecaySegment> decay_segments(const model::GPT& model) {
+std::vector<optim::DecaySegment> decay_segments_of(const std::vector<model::ParamSpec>& specs) {
   std::vector<optim::DecaySegment> segs;
-  for (auto& s : model.specs()) {
+  for (auto& s : specs) {
     if (!segs.empty() && segs.back().decay == s.decay && segs.back().end == s.offset)
       segs.back().end = s.offset + s.numel;
     else
@@ -47,6 +47,31 @@ int64_t padded_size(int64_t num_params, int world) {
   return (num_params + world - 1) / world * world;
 }
 
+StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& ctx) {
+  StepRecord rec;
+  rec.step = step;
+  rec.tokens = data.micro_batches() * data.micro_batch_size() * data.seq_len();
+  rec.hyper = optim::hyper_at(ctx.optim, step, ctx.total_steps);
+  Sha256 batch_hash, rng_hash;
+  for (int64_t i = 0; i < data.micro_batches(); ++i) {
+    const auto tokens = data.micro_batch_tokens(step, i);
+    batch_hash.update(tokens.data(), tokens.size() * sizeof(uint16_t));
+    rng_hash.update_u64(micro_batch_seed(ctx.run_seed, step, i));
+  }
+  rec.batch_hash = batch_hash.finish();
+  rec.rng_commitment = rng_hash.finish();
+  return rec;
+}
+
+void finish_step(StepRecord& rec, double grad_norm, float* g, int64_t n, float* params,
+                 OptimizerState& opt, const std::vector<optim::DecaySegment>& segments) {
+  rec.grad_norm = float(grad_norm);
+  rec.clip_factor = optim::clip_grads(g, n, grad_norm, rec.hyper.grad_clip);
+  optim::adamw_update(params, g, opt.m.data_ptr<float>(), opt.v.data_ptr<float>(), n, segments,
+                      opt.step + 1, rec.hyper);
+  ++opt.step;
+}
+
 StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
                       GradientPool& pool) {
   WIT_CHECK(ctx.data, "step context without data");
@@ -56,10 +81,7 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   dist::Communicator& comm = ctx.comm ? *ctx.comm : *single;
   const int64_t N = comm.size(), B = M / N, first = comm.rank() * B;
   WIT_CHECK(M % N == 0, "{} micro-batches over {} ranks", M, N);
-  StepRecord rec;
-  rec.step = opt.step;
-  rec.tokens = M * b * T;
-  rec.hyper = optim::hyper_at(ctx.optim, opt.step, ctx.total_steps);
+  StepRecord rec = begin_step(data, opt.step, ctx);
 
   auto add_grads = [&pool](torch::Tensor& acc, const torch::Tensor& x) {
     acc.add_(x);
@@ -67,18 +89,11 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   };
   auto grad_sum = make_canonical_sum<torch::Tensor>(B, add_grads);
   auto loss_sum = make_canonical_sum<double>(B, [](double& acc, const double& x) { acc += x; });
-  Sha256 batch_hash, rng_hash;
-
-  // Every rank hashes all M micro-batches (reading only); it computes its own block.
-  for (int64_t i = 0; i < M; ++i) {
-    const auto tokens = data.micro_batch_tokens(opt.step, i);
-    batch_hash.update(tokens.data(), tokens.size() * sizeof(uint16_t));
-    const uint64_t seed = micro_batch_seed(ctx.run_seed, opt.step, i);
-    rng_hash.update_u64(seed);
-    if (i < first || i >= first + B) continue;
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    const MicroBatch mb = to_micro_batch(tokens, b, T);
-
+  // This rank's aligned block of micro-batches: a subtree of the canonical tree.
+  for (int64_t i = first; i < first + B; ++i) {
+    const MicroBatch mb = to_micro_batch(data.micro_batch_tokens(opt.step, i), b, T);
+    auto gen =
+        at::make_generator<at::CPUGeneratorImpl>(micro_batch_seed(ctx.run_seed, opt.step, i));
     torch::Tensor grad = pool.take();
     model.bind_grads(grad);
     auto loss = model.loss(mb.x, mb.y, /*train=*/true, gen);
@@ -86,8 +101,6 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
     grad_sum.push(std::move(grad));
     loss_sum.push(double(loss.value));
   }
-  rec.batch_hash = batch_hash.finish();
-  rec.rng_commitment = rng_hash.finish();
   rec.loss = float(dist::sum_canonical(comm, loss_sum.result()) / double(M));
 
   torch::Tensor g = grad_sum.result();
@@ -96,13 +109,9 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   const int64_t P = model.num_params();
   g.narrow(0, 0, P).mul_(1.0 / double(M));
   float* gp = g.data_ptr<float>();
-  const double norm = optim::grad_norm(gp, P);
-  rec.grad_norm = float(norm);
-  rec.clip_factor = optim::clip_grads(gp, P, norm, rec.hyper.grad_clip);
-  optim::adamw_update(model.flat_params().data_ptr<float>(), gp, opt.m.data_ptr<float>(),
-                      opt.v.data_ptr<float>(), P, decay_segments(model), opt.step + 1, rec.hyper);
+  finish_step(rec, optim::grad_norm(gp, P), gp, P, model.flat_params().data_ptr<float>(), opt,
+              decay_segments(model));
   pool.give(std::move(g));
-  ++opt.step;
   return rec;
 }
 

@@ -68,7 +68,18 @@ class GradientPool {
   std::vector<torch::Tensor> free_;
 };
 
-std::vector<optim::DecaySegment> decay_segments(const model::GPT& model);
+std::vector<optim::DecaySegment> decay_segments_of(const std::vector<model::ParamSpec>& specs);
+inline std::vector<optim::DecaySegment> decay_segments(const model::GPT& model) {
+  return decay_segments_of(model.specs());
+}
+
+// The parts of a step every layout shares. begin_step: the record's inputs — applied
+// hyperparameters, the hash of all M micro-batches' tokens, the commitment to their seeds.
+StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& ctx);
+// finish_step: clip the (averaged) gradient g of n local elements by the global norm, AdamW
+// update of the local parameters and moments, advance the step.
+void finish_step(StepRecord& rec, double grad_norm, float* g, int64_t n, float* params,
+                 OptimizerState& opt, const std::vector<optim::DecaySegment>& segments);
 
 // Runs step `opt.step`: M micro-batches forward/backward (this rank's block of them), gradients
 // summed in the canonical tree (locally, then over ranks) and averaged, clipped, AdamW update in

@@ -13,7 +13,9 @@
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
+#include "trainer/dist/gpu_determinism.h"
 #include "trainer/dist/mpi_communicator.h"
+#include "trainer/engine.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
@@ -145,9 +147,23 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
   const RunConfig rc = run_config_from(run.cfg);
   dist::check_world_size(comm.size(), rc.train.micro_batches);
+  if (rc.dist_mode == "fsdp" && comm.size() > 1 &&
+      (rc.train.micro_batches & (rc.train.micro_batches - 1)) != 0)
+    fail(
+        "dist.mode = fsdp needs train.micro_batches to be a power of two (got {}): sharded "
+        "rounds of {} micro-batches must be subtrees of the canonical sum",
+        rc.train.micro_batches, comm.size());
   const fs::path& dir = run.run_dir;
   set_compute_threads(int(rc.train.threads));
   keep_freed_memory();
+  if (torch::cuda::is_available()) {
+    // GPU numerics pinned before any CUDA work: library settings, then torch's own switches.
+    for (auto& [k, v] : dist::apply_gpu_determinism())
+      if (!quiet) fmt::print("determinism: {}={}\n", k, v);
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setAllowTF32CuDNN(false);
+  }
 
   const auto dataset = data::Dataset::open(rc.data.dir);
   if (dataset.vocab_size() > rc.model.vocab_size)
@@ -157,14 +173,13 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   const BatchSource batches(dataset.train(), rc.data.seq_len, rc.train.micro_batch_size,
                             rc.train.micro_batches, rc.data.seed);
 
-  model::GPT model(rc.model);
-  OptimizerState opt;
+  auto engine = make_engine(rc.dist_mode, rc.model, comm);
   const std::string config_yaml = run.cfg.to_yaml();
   fs::path last_ckpt;
   if (opts.resume) {
     if (auto ck = latest_checkpoint(dir)) {
-      Checkpoint c = load_checkpoint(*ck);
-      auto saved = config::Config::parse(c.info.config_yaml, ck->string(), run_schema());
+      const CheckpointInfo info = read_checkpoint_info(*ck);
+      auto saved = config::Config::parse(info.config_yaml, ck->string(), run_schema());
       std::vector<std::string> diffs;
       for (auto& d : saved.differences(run.cfg, {})) {
         const auto key = d.substr(0, d.find(':'));
@@ -174,30 +189,29 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
       if (!diffs.empty())
         fail("checkpoint {} is from a different config ({}{})", ck->string(), diffs.front(),
              diffs.size() > 1 ? fmt::format(" and {} more", diffs.size() - 1) : "");
-      if (c.info.manifest_root != root)
+      if (info.manifest_root != root)
         fail("checkpoint {} was trained on dataset {} but {} has root {}", ck->string(),
-             to_hex(c.info.manifest_root), rc.data.dir.string(), to_hex(root));
-      model.flat_params().copy_(c.params);
-      opt = {c.m, c.v, c.info.step};
+             to_hex(info.manifest_root), rc.data.dir.string(), to_hex(root));
+      engine->load(*ck);
       last_ckpt = *ck;
       if (!quiet)
-        fmt::print("resuming {} from step {} ({})\n", dir.string(), opt.step, ck->string());
+        fmt::print("resuming {} from step {} ({})\n", dir.string(), engine->steps_done(),
+                   ck->string());
     } else {
-      model.init_weights(init_seed(rc.train.seed));
-      opt = OptimizerState::zeros(model.num_params());
+      engine->init(init_seed(rc.train.seed));
       if (!quiet) fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir.string());
     }
-    if (is_root) truncate_metrics(dir / "metrics.jsonl", opt.step);
+    if (is_root) truncate_metrics(dir / "metrics.jsonl", engine->steps_done());
   } else {
     if (is_root) {
       fs::create_directories(dir);
       write_file_atomic(dir / "config.yaml", config_yaml);
     }
-    model.init_weights(init_seed(rc.train.seed));
-    opt = OptimizerState::zeros(model.num_params());
+    engine->init(init_seed(rc.train.seed));
   }
 
   const int64_t total = rc.train.steps;
+  auto steps_done = [&] { return engine->steps_done(); };
   const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
   const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
   const double peak = measure_matmul_flops();
@@ -205,8 +219,10 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     fmt::print(
         "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
         "{} process(es) ({})\n",
-        dir.string(), double(model.num_params()) / 1e6, total, rc.tokens_per_step(),
+        dir.string(), double(engine->num_params()) / 1e6, total, rc.tokens_per_step(),
         rc.data.dir.string(), batches.num_samples(), comm.size(), comm.backend());
+    fmt::print("layout {}: {:.1f} MB of parameters and AdamW state on each rank\n",
+               engine->layout(), double(engine->state_bytes()) / 1e6);
     fmt::print(
         "MFU is measured against {:.1f} GFLOP/s: a 1024^3 fp32 matmul on {} thread(s), "
         "measured now\n",
@@ -215,46 +231,44 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   }
 
   MetricsFile metrics(dir / "metrics.jsonl", is_root);
-  GradientPool pool(padded_size(model.num_params(), comm.size()));
   StepContext ctx{&batches, rc.optim, total, rc.train.seed, &comm};
-  TrainSummary summary{dir, opt.step, 0, 0, last_ckpt, {}};
+  TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, is_root};
+  int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
 
-  auto checkpoint = [&] {
-    summary.checkpoint = checkpoint_path(dir, opt.step);
-    if (!is_root) return;  // the state is replicated: rank 0 writes it
-    CheckpointInfo info{opt.step, model.num_params(), config_yaml, root, {}};
-    const fs::path p = checkpoint_path(dir, opt.step);
-    save_checkpoint(p, info, model.flat_params(), opt.m, opt.v);
-    summary.checkpoint = p;
+  auto checkpoint = [&] {  // collective
+    summary.checkpoint = checkpoint_path(dir, steps_done());
+    engine->save(summary.checkpoint,
+                 CheckpointInfo{steps_done(), engine->num_params(), config_yaml, root, {}});
+    saved_step = steps_done();
   };
-  auto eval = [&] {
+  auto eval = [&] {  // collective
+    const float val = engine->evaluate(dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
+                                       rc.train.eval_batches);
     if (!is_root) return;
-    const float val = evaluate(model, dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
-                               rc.train.eval_batches);
-    metrics.write({{"step", opt.step}, {"val_loss", val}});
-    if (!quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", opt.step, total, val);
+    metrics.write({{"step", steps_done()}, {"val_loss", val}});
+    if (!quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", steps_done(), total, val);
     summary.val_loss = val;
   };
 
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   const auto run_start = Clock::now();
-  const int64_t first_step = opt.step;
-  while (opt.step < stop) {
-    maybe_inject_fault(comm.rank(), opt.step);
-    const StepRecord rec = train_step(model, opt, ctx, pool);
+  const int64_t first_step = steps_done();
+  while (steps_done() < stop) {
+    maybe_inject_fault(comm.rank(), steps_done());
+    const StepRecord rec = engine->step(ctx);
     if (!std::isfinite(rec.loss))
       fail("loss became {} at step {}: lower optim.lr or check the data", rec.loss, rec.step);
     summary.last_loss = rec.loss;
     window_tokens += rec.tokens;
-    const bool last = opt.step == stop;
-    if (opt.step % rc.train.log_every == 0 || last) {
+    const bool last = steps_done() == stop;
+    if (steps_done() % rc.train.log_every == 0 || last) {
       const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
       const double tps = double(window_tokens) / std::max(secs, 1e-9);
       const double mfu = tps * flops_per_token / peak;
       const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
-      const double eta = elapsed / double(opt.step - first_step) * double(stop - opt.step);
-      metrics.write({{"step", opt.step},
+      const double eta = elapsed / double(steps_done() - first_step) * double(stop - steps_done());
+      metrics.write({{"step", steps_done()},
                      {"loss", rec.loss},
                      {"lr", rec.hyper.lr},
                      {"grad_norm", rec.grad_norm},
@@ -264,20 +278,20 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
         fmt::print(
             "step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} tok/s | "
             "MFU {:.1f}% | ETA {}\n",
-            opt.step, total, rec.loss, rec.hyper.lr, rec.grad_norm, tps, 100 * mfu,
+            steps_done(), total, rec.loss, rec.hyper.lr, rec.grad_norm, tps, 100 * mfu,
             format_duration(eta));
         std::fflush(stdout);
       }
       window_start = Clock::now();
       window_tokens = 0;
     }
-    if (rc.train.eval_every > 0 && opt.step % rc.train.eval_every == 0 && opt.step != total) eval();
-    if (rc.train.checkpoint_every > 0 && opt.step % rc.train.checkpoint_every == 0 && !last)
+    if (rc.train.eval_every > 0 && steps_done() % rc.train.eval_every == 0 && steps_done() != total)
+      eval();
+    if (rc.train.checkpoint_every > 0 && steps_done() % rc.train.checkpoint_every == 0 && !last)
       checkpoint();
   }
-  if (summary.checkpoint.empty() || read_checkpoint_info(summary.checkpoint).step != opt.step)
-    checkpoint();
-  summary.steps_done = opt.step;
+  if (saved_step != steps_done()) checkpoint();
+  summary.steps_done = steps_done();
   const fs::path model_file = dir / "model.safetensors";
   if (first_step == total && fs::exists(model_file)) {
     // Resuming a finished run: report it, evaluate and export nothing twice.
@@ -285,14 +299,12 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     summary.val_loss = last_logged(dir / "metrics.jsonl", "val_loss");
     summary.last_loss = last_logged(dir / "metrics.jsonl", "loss");
     if (!quiet) fmt::print("run {} was already complete\n", dir.string());
-  } else if (opt.step == total) {
+  } else if (steps_done() == total) {
     eval();
     summary.model_file = model_file;
-    if (is_root)
-      export_gpt2_safetensors(model, summary.model_file,
-                              {{"format", "pt"},
-                               {"wit.step", std::to_string(opt.step)},
-                               {"wit.manifest_root", to_hex(root)}});
+    engine->export_model(model_file, {{"format", "pt"},
+                                      {"wit.step", std::to_string(steps_done())},
+                                      {"wit.manifest_root", to_hex(root)}});
   }
   return summary;
 }

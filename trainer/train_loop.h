@@ -25,6 +25,7 @@ struct TrainSummary {
   float val_loss = 0;
   std::filesystem::path checkpoint;
   std::filesystem::path model_file;  // empty unless the run finished
+  bool is_root = true;               // rank 0 of the job (prints the summary)
 };
 
 TrainSummary train(const TrainOptions& opts);

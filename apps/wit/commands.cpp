@@ -83,6 +83,7 @@ void add_train(CLI::App& app) {
       throw CLI::ValidationError("--resume", "takes the run directory; do not also give a config");
     if (!o->resume && o->config.empty()) throw CLI::RequiredError("config (or --resume RUN)");
     auto s = train(*o);
+    if (!s.is_root) return 0;  // one summary per job
     fmt::print("run {}: {} steps, last loss {:.4f}, val loss {:.4f}\n  checkpoint {}\n",
                s.run_dir.string(), s.steps_done, s.last_loss, s.val_loss, s.checkpoint.string());
     if (!s.model_file.empty()) fmt::print("  model      {}\n", s.model_file.string());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # After K steps, the state (parameters, AdamW moments, step) is bitwise identical for 1, 2 and 4
-# processes, and for a run saved at 4 processes and resumed at 2 and at 1.
+# processes, DDP and FSDP, and for a run saved at 4 processes FSDP and resumed at 2 (DDP) and at 1.
+# Checkpoints end with the canonical state hash (trainer/checkpoint.h): equal hashes, equal state.
 # Usage: world_size_invariance.sh WIT_BINARY SOURCE_DIR
 set -euo pipefail
 wit=$1
@@ -22,16 +23,19 @@ cfg="$src/configs/tiny.yaml"
 "$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null
 $mpirun 2 "$wit" train "$cfg" "${sets[@]}" --out "$work/n2" -q >/dev/null
 $mpirun 4 "$wit" train "$cfg" "${sets[@]}" --out "$work/n4" -q >/dev/null
-# Saved at 4 processes after 3 steps, resumed at 2 and at 1.
-$mpirun 4 "$wit" train "$cfg" "${sets[@]}" --out "$work/r" --until 3 -q >/dev/null
+$mpirun 2 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f2" -q >/dev/null
+$mpirun 4 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f4" -q >/dev/null
+# Saved at 4 processes FSDP after 3 steps, resumed at 2 DDP and at 1.
+$mpirun 4 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/r" --until 3 -q >/dev/null
 cp -r "$work/r" "$work/r1"
-$mpirun 2 "$wit" train --resume "$work/r" -q >/dev/null
+$mpirun 2 "$wit" train --resume "$work/r" --set dist.mode=ddp -q >/dev/null
 "$wit" train --resume "$work/r1" -q >/dev/null
 
 final=checkpoints/step_00000006.ckpt
+state() { tail -c 40 "$1" | od -An -tx1 | tr -d ' \n'; }
 status=0
-for run in n2 n4 r r1; do
-  if cmp -s "$work/n1/$final" "$work/$run/$final" &&
+for run in n2 n4 f2 f4 r r1; do
+  if [ "$(state "$work/n1/$final")" = "$(state "$work/$run/$final")" ] &&
      cmp -s "$work/n1/model.safetensors" "$work/$run/model.safetensors"; then
     echo "identical: $run"
   else
@@ -41,7 +45,7 @@ for run in n2 n4 r r1; do
 done
 # The metrics agree too (loss, gradient norm, lr as logged), all but the timings.
 strip() { sed -E 's/"(mfu|tokens_per_s)":[0-9.eE+-]+,?//g' "$1"; }
-for run in n2 n4; do
+for run in n2 n4 f2 f4; do
   strip "$work/n1/metrics.jsonl" >"$work/a"
   strip "$work/$run/metrics.jsonl" >"$work/b"
   cmp -s "$work/a" "$work/b" && echo "same losses: $run" || { echo "LOSSES DIFFER: $run"; status=1; }

@@ -14,7 +14,17 @@ class SingleProcess final : public Communicator {
   int size() const override { return 1; }
   std::string backend() const override { return "single"; }
   void reduce_scatter_canonical(float*, int64_t) override {}
+  void reduce_scatter_canonical_v(float*, const std::vector<int64_t>&) override {}
   void all_gather(float*, int64_t) override {}
+  void all_gather_v(const float* mine, float* all, const std::vector<int64_t>& counts) override {
+    if (mine != all) std::memcpy(all, mine, size_t(counts.at(0)) * sizeof(float));
+  }
+  void send(const void*, size_t, int to) override {
+    fail("send to rank {} in a single process", to);
+  }
+  void recv(void*, size_t, int from) override {
+    fail("receive from rank {} in a single process", from);
+  }
   void all_gather_bytes(const void* mine, size_t bytes, void* all) override {
     std::memcpy(all, mine, bytes);
   }

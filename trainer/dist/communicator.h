@@ -26,8 +26,17 @@ class Communicator {
   // elements starting at rank()·n/size) holds the canonical-tree sum over ranks of that block;
   // the other blocks hold partial sums and are scratch.
   virtual void reduce_scatter_canonical(float* data, int64_t n) = 0;
+  // As above with uneven blocks: block r is counts[r] elements (zero allowed), blocks laid out
+  // one after another in rank order. Used by sharded training, where a unit's parameters fall
+  // unevenly across the ranks' contiguous shards.
+  virtual void reduce_scatter_canonical_v(float* data, const std::vector<int64_t>& counts) = 0;
   // data: n floats, n divisible by size(); block r of rank r is copied to every rank.
   virtual void all_gather(float* data, int64_t n) = 0;
+  // Rank r's counts[r] floats at `mine`, concatenated in rank order into `all` on every rank.
+  virtual void all_gather_v(const float* mine, float* all, const std::vector<int64_t>& counts) = 0;
+  // Point to point, for streaming a sharded state through one rank.
+  virtual void send(const void* data, size_t bytes, int to) = 0;
+  virtual void recv(void* data, size_t bytes, int from) = 0;
   // Every rank's `bytes` bytes at `mine`, concatenated in rank order into `all` (size·bytes).
   virtual void all_gather_bytes(const void* mine, size_t bytes, void* all) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;

@@ -51,29 +51,41 @@ class MpiCommunicator final : public Communicator {
   std::string backend() const override { return "mpi"; }
 
   void reduce_scatter_canonical(float* data, int64_t n) override {
-    const int64_t N = size_, B = n / N;
-    WIT_CHECK(n % N == 0, "reduce-scatter of {} elements over {} ranks", n, N);
+    WIT_CHECK(n % size_ == 0, "reduce-scatter of {} elements over {} ranks", n, size_);
+    reduce_scatter_canonical_v(data, std::vector<int64_t>(size_t(size_), n / size_));
+  }
+
+  void reduce_scatter_canonical_v(float* data, const std::vector<int64_t>& counts) override {
+    const int64_t N = size_;
+    WIT_CHECK(int64_t(counts.size()) == N, "{} block sizes for {} ranks", counts.size(), N);
     if (N == 1) return;
-    send_.resize(size_t(n / 2));
-    recv_.resize(size_t(n / 2));
+    std::vector<int64_t> start(size_t(N) + 1, 0);
+    for (int64_t i = 0; i < N; ++i) start[i + 1] = start[i] + counts[size_t(i)];
+    send_.resize(size_t(start[N]));
+    recv_.resize(size_t(start[N]));
     for (int64_t d = 1; d < N; d <<= 1) {
       const int partner = rank_ ^ int(d);
       // Blocks still held agree with this rank on the bits below d; of those, the ones whose
       // bit d matches the partner are sent, the partner's copies of the others received.
-      int64_t packed = 0;
+      auto held = [&](int64_t i, int side) {
+        return (i & (d - 1)) == (rank_ & (d - 1)) && (i & d) == (side & d);
+      };
+      int64_t packed = 0, expect = 0;
       for (int64_t i = 0; i < N; ++i) {
-        if ((i & (d - 1)) != (rank_ & (d - 1)) || (i & d) != (partner & d)) continue;
-        std::copy(data + i * B, data + (i + 1) * B, send_.data() + packed);
-        packed += B;
+        if (held(i, partner)) {
+          std::copy(data + start[i], data + start[i + 1], send_.data() + packed);
+          packed += counts[size_t(i)];
+        }
+        if (held(i, rank_)) expect += counts[size_t(i)];
       }
-      sendrecv(send_.data(), recv_.data(), packed, partner);
+      sendrecv(send_.data(), packed, recv_.data(), expect, partner);
       int64_t at = 0;
       for (int64_t i = 0; i < N; ++i) {
-        if ((i & (d - 1)) != (rank_ & (d - 1)) || (i & d) != (rank_ & d)) continue;
-        float* block = data + i * B;
+        if (!held(i, rank_)) continue;
+        float* block = data + start[i];
         const float* theirs = recv_.data() + at;
-        for (int64_t k = 0; k < B; ++k) block[k] += theirs[k];  // a + b == b + a in IEEE
-        at += B;
+        for (int64_t k = 0; k < counts[size_t(i)]; ++k) block[k] += theirs[k];  // a+b == b+a
+        at += counts[size_t(i)];
       }
     }
   }
@@ -90,6 +102,33 @@ class MpiCommunicator final : public Communicator {
       for (int64_t off = 0; off < B; off += kMaxCount)
         WIT_MPI(
             MPI_Bcast(data + r * B + off, int(std::min(kMaxCount, B - off)), MPI_FLOAT, r, comm_));
+  }
+
+  void all_gather_v(const float* mine, float* all, const std::vector<int64_t>& counts) override {
+    std::vector<int> c(static_cast<size_t>(size_)), displ(static_cast<size_t>(size_));
+    int64_t at = 0;
+    for (int r = 0; r < size_; ++r) {
+      WIT_CHECK(at + counts[size_t(r)] <= INT_MAX, "all-gather of more than 2^31 elements");
+      c[size_t(r)] = int(counts[size_t(r)]);
+      displ[size_t(r)] = int(at);
+      at += counts[size_t(r)];
+    }
+    WIT_MPI(MPI_Allgatherv(mine, c[size_t(rank_)], MPI_FLOAT, all, c.data(), displ.data(),
+                           MPI_FLOAT, comm_));
+  }
+
+  void send(const void* data, size_t bytes, int to) override {
+    const char* p = static_cast<const char*>(data);
+    for (size_t off = 0; off < bytes; off += size_t(kMaxCount))
+      WIT_MPI(
+          MPI_Send(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, to, 1, comm_));
+  }
+
+  void recv(void* data, size_t bytes, int from) override {
+    char* p = static_cast<char*>(data);
+    for (size_t off = 0; off < bytes; off += size_t(kMaxCount))
+      WIT_MPI(MPI_Recv(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, from, 1,
+                       comm_, MPI_STATUS_IGNORE));
   }
 
   void all_gather_bytes(const void* mine, size_t bytes, void* all) override {
@@ -109,10 +148,11 @@ class MpiCommunicator final : public Communicator {
   void abort(int code) override { MPI_Abort(comm_, code); }
 
  private:
-  void sendrecv(const float* send, float* recv, int64_t n, int partner) {
-    for (int64_t off = 0; off < n; off += kMaxCount) {
-      const int count = int(std::min(kMaxCount, n - off));
-      WIT_MPI(MPI_Sendrecv(send + off, count, MPI_FLOAT, partner, 0, recv + off, count, MPI_FLOAT,
+  void sendrecv(const float* send, int64_t n_send, float* recv, int64_t n_recv, int partner) {
+    for (int64_t off = 0; off < std::max(n_send, n_recv); off += kMaxCount) {
+      const int cs = int(std::clamp<int64_t>(n_send - off, 0, kMaxCount));
+      const int cr = int(std::clamp<int64_t>(n_recv - off, 0, kMaxCount));
+      WIT_MPI(MPI_Sendrecv(send + off, cs, MPI_FLOAT, partner, 0, recv + off, cr, MPI_FLOAT,
                            partner, 0, comm_, MPI_STATUS_IGNORE));
     }
   }

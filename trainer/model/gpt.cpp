@@ -61,29 +61,35 @@ GPT::GPT(const GPTConfig& cfg) : cfg_(cfg), specs_(gpt_param_specs(cfg)) {
   flat_ = torch::empty({gpt_param_count(cfg)}, torch::kFloat32);
   for (auto& s : specs_)
     params_.push_back(flat_.narrow(0, s.offset, s.numel).view(s.shape).detach().requires_grad_());
-  causal_mask_ = torch::ones({cfg.context, cfg.context}, torch::kBool).triu(1);
+  causal_mask_ = causal_mask(cfg.context);
+}
+
+void init_param(const GPTConfig& cfg, const ParamSpec& spec, torch::Tensor& p,
+                torch::Generator& gen) {
+  torch::NoGradGuard no_grad;
+  const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * double(cfg.n_layer));
+  const auto& name = spec.name;
+  auto ends = [&](const char* suffix) {
+    std::string s(suffix);
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends("ln_1.weight") || ends("ln_2.weight") || ends("ln_f.weight"))
+    p.fill_(1.0);
+  else if (ends(".bias"))
+    p.zero_();
+  else if (ends("c_proj.weight"))
+    p.normal_(0.0, proj_std, gen);
+  else
+    p.normal_(0.0, std, gen);
+}
+
+torch::Generator init_generator(uint64_t seed) {
+  return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 
 void GPT::init_weights(uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * double(cfg_.n_layer));
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const auto& name = specs_[i].name;
-    auto& p = params_[i];
-    auto ends = [&](const char* suffix) {
-      std::string s(suffix);
-      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-    };
-    if (ends("ln_1.weight") || ends("ln_2.weight") || ends("ln_f.weight"))
-      p.fill_(1.0);
-    else if (ends(".bias"))
-      p.zero_();
-    else if (ends("c_proj.weight"))
-      p.normal_(0.0, proj_std, gen);
-    else
-      p.normal_(0.0, std, gen);
-  }
+  auto gen = init_generator(seed);
+  for (size_t i = 0; i < specs_.size(); ++i) init_param(cfg_, specs_[i], params_[i], gen);
 }
 
 void GPT::bind_grads(torch::Tensor& flat_grad) {
@@ -95,75 +101,122 @@ void GPT::bind_grads(torch::Tensor& flat_grad) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward
+// Units and per-unit forward pieces
 
-torch::Tensor GPT::dropout(const torch::Tensor& x, bool train,
-                           std::optional<torch::Generator>& gen) {
-  if (!train || cfg_.dropout <= 0.0) return x;
+std::vector<Unit> gpt_units(const GPTConfig& cfg) {
+  const auto specs = gpt_param_specs(cfg);
+  std::vector<Unit> units;
+  auto add = [&](size_t first, size_t last) {
+    units.push_back(
+        {specs[first].offset, specs[last - 1].offset + specs[last - 1].numel, first, last});
+  };
+  add(0, 2);  // wte, wpe
+  for (int64_t l = 0; l < cfg.n_layer; ++l) add(2 + 12 * size_t(l), 2 + 12 * size_t(l + 1));
+  add(specs.size() - 2, specs.size());  // ln_f
+  return units;
+}
+
+std::vector<torch::Tensor> unit_tensors(const std::vector<ParamSpec>& specs, const Unit& u,
+                                        const torch::Tensor& buffer) {
+  WIT_CHECK(buffer.numel() >= u.end - u.begin, "unit buffer of {} elements for a unit of {}",
+            buffer.numel(), u.end - u.begin);
+  std::vector<torch::Tensor> out;
+  for (size_t i = u.first_spec; i < u.last_spec; ++i)
+    out.push_back(buffer.narrow(0, specs[i].offset - u.begin, specs[i].numel).view(specs[i].shape));
+  return out;
+}
+
+torch::Tensor Dropout::operator()(const torch::Tensor& x) {
+  if (!train || p <= 0.0) return x;
   WIT_CHECK(gen.has_value(), "dropout needs the micro-batch's generator");
   // An explicit generator, never the global one: the mask is a function of the micro-batch.
-  auto keep = torch::empty_like(x).bernoulli_(1.0 - cfg_.dropout, *gen);
-  return x * keep * (1.0 / (1.0 - cfg_.dropout));
+  auto keep = torch::empty_like(x).bernoulli_(1.0 - p, *gen);
+  return x * keep * (1.0 / (1.0 - p));
 }
 
-torch::Tensor GPT::forward_hidden(const torch::Tensor& idx, bool train,
-                                  std::optional<torch::Generator>& gen) {
-  const int64_t B = idx.size(0), T = idx.size(1), C = cfg_.n_embd, nh = cfg_.n_head;
-  const int64_t hd = C / nh;
-  if (T > cfg_.context) fail("sequence length {} exceeds the model context {}", T, cfg_.context);
-  size_t k = 0;
-  auto next = [&]() -> torch::Tensor& { return params_[k++]; };
-  auto& wte = next();
-  auto& wpe = next();
+torch::Tensor gpt_embed(const GPTConfig& cfg, const torch::Tensor& wte, const torch::Tensor& wpe,
+                        const torch::Tensor& idx, Dropout& dropout) {
+  const int64_t T = idx.size(1);
+  if (T > cfg.context) fail("sequence length {} exceeds the model context {}", T, cfg.context);
   auto pos = torch::arange(T, torch::kInt64);
-  auto x = torch::embedding(wte, idx) + torch::embedding(wpe, pos);  // (B,T,C)
-  x = dropout(x, train, gen);
-  auto mask = causal_mask_.narrow(0, 0, T).narrow(1, 0, T);
+  return dropout(torch::embedding(wte, idx) + torch::embedding(wpe, pos));  // (B,T,C)
+}
+
+torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
+                        const std::vector<torch::Tensor>& p, const torch::Tensor& causal_mask,
+                        Dropout& dropout) {
+  const int64_t B = x_in.size(0), T = x_in.size(1), C = cfg.n_embd, nh = cfg.n_head;
+  const int64_t hd = C / nh;
+  const auto &ln1w = p[0], &ln1b = p[1], &attnw = p[2], &attnb = p[3], &projw = p[4], &projb = p[5];
+  const auto &ln2w = p[6], &ln2b = p[7], &fcw = p[8], &fcb = p[9], &fc2w = p[10], &fc2b = p[11];
+  auto mask = causal_mask.narrow(0, 0, T).narrow(1, 0, T);
   const double scale = 1.0 / std::sqrt(double(hd));
-  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
-    auto &ln1w = next(), &ln1b = next(), &attnw = next(), &attnb = next();
-    auto &projw = next(), &projb = next(), &ln2w = next(), &ln2b = next();
-    auto &fcw = next(), &fcb = next(), &fc2w = next(), &fc2b = next();
-    // attention
-    auto h = torch::layer_norm(x, {C}, ln1w, ln1b, 1e-5);
-    auto qkv = torch::linear(h, attnw, attnb).split(C, 2);  // 3 x (B,T,C)
-    auto q = qkv[0].view({B, T, nh, hd}).transpose(1, 2);   // (B,nh,T,hd)
-    auto kk = qkv[1].view({B, T, nh, hd}).transpose(1, 2);
-    auto v = qkv[2].view({B, T, nh, hd}).transpose(1, 2);
-    auto att = torch::matmul(q, kk.transpose(-2, -1)) * scale;  // (B,nh,T,T)
-    att = att.masked_fill(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
-    att = dropout(att, train, gen);
-    auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
-    x = x + dropout(torch::linear(y, projw, projb), train, gen);
-    // MLP
-    h = torch::layer_norm(x, {C}, ln2w, ln2b, 1e-5);
-    h = torch::gelu(torch::linear(h, fcw, fcb), "tanh");
-    x = x + dropout(torch::linear(h, fc2w, fc2b), train, gen);
-  }
-  auto &lnfw = next(), &lnfb = next();
-  return torch::layer_norm(x, {C}, lnfw, lnfb, 1e-5);
+  // attention
+  auto h = torch::layer_norm(x_in, {C}, ln1w, ln1b, 1e-5);
+  auto qkv = torch::linear(h, attnw, attnb).split(C, 2);  // 3 x (B,T,C)
+  auto q = qkv[0].view({B, T, nh, hd}).transpose(1, 2);   // (B,nh,T,hd)
+  auto k = qkv[1].view({B, T, nh, hd}).transpose(1, 2);
+  auto v = qkv[2].view({B, T, nh, hd}).transpose(1, 2);
+  auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B,nh,T,T)
+  att = att.masked_fill(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
+  att = dropout(att);
+  auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+  auto x = x_in + dropout(torch::linear(y, projw, projb));
+  // MLP
+  h = torch::layer_norm(x, {C}, ln2w, ln2b, 1e-5);
+  h = torch::gelu(torch::linear(h, fcw, fcb), "tanh");
+  return x + dropout(torch::linear(h, fc2w, fc2b));
 }
 
-torch::Tensor GPT::logits(const torch::Tensor& idx) {
-  std::optional<torch::Generator> none;
-  return torch::linear(forward_hidden(idx, false, none), params_[0]);
+torch::Tensor gpt_head_logits(const GPTConfig& cfg, const torch::Tensor& x,
+                              const torch::Tensor& lnf_w, const torch::Tensor& lnf_b,
+                              const torch::Tensor& wte) {
+  return torch::linear(torch::layer_norm(x, {cfg.n_embd}, lnf_w, lnf_b, 1e-5), wte);  // (B,T,V)
 }
 
-Loss GPT::loss(const torch::Tensor& idx, const torch::Tensor& targets, bool train,
-               std::optional<torch::Generator> gen) {
-  auto h = forward_hidden(idx, train, gen);
-  auto logits = torch::linear(h, params_[0]);  // tied head: (B,T,V)
-  auto token_loss = torch::nll_loss(logits.view({-1, cfg_.vocab_size}).log_softmax(-1),
+Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets) {
+  auto token_loss = torch::nll_loss(logits.view({-1, logits.size(-1)}).log_softmax(-1),
                                     targets.reshape({-1}), {}, at::Reduction::None);
   // The mean's gradient is 1/n at every token whatever order the sum uses; its value is
   // re-summed in a fixed sequential order so the reported loss is thread-count independent.
   const int64_t n = token_loss.numel();
   auto objective = token_loss.sum() * (1.0 / double(n));
   auto values = token_loss.detach().contiguous();
-  const float* p = values.data_ptr<float>();
+  const float* v = values.data_ptr<float>();
   double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) total += p[i];
+  for (int64_t i = 0; i < n; ++i) total += v[i];
   return {objective, float(total / double(n))};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole model on one device
+
+torch::Tensor GPT::forward_hidden(const torch::Tensor& idx, Dropout& dropout) {
+  const auto units = gpt_units(cfg_);
+  auto x = gpt_embed(cfg_, params_[0], params_[1], idx, dropout);
+  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+    const Unit& u = units[size_t(l) + 1];
+    std::vector<torch::Tensor> p(params_.begin() + long(u.first_spec),
+                                 params_.begin() + long(u.last_spec));
+    x = gpt_block(cfg_, x, p, causal_mask_, dropout);
+  }
+  return x;
+}
+
+torch::Tensor GPT::logits(const torch::Tensor& idx) {
+  Dropout none{0.0, false, std::nullopt};
+  const size_t n = params_.size();
+  return gpt_head_logits(cfg_, forward_hidden(idx, none), params_[n - 2], params_[n - 1],
+                         params_[0]);
+}
+
+Loss GPT::loss(const torch::Tensor& idx, const torch::Tensor& targets, bool train,
+               std::optional<torch::Generator> gen) {
+  Dropout dropout{cfg_.dropout, train, std::move(gen)};
+  const size_t n = params_.size();
+  auto x = forward_hidden(idx, dropout);
+  return cross_entropy_mean(gpt_head_logits(cfg_, x, params_[n - 2], params_[n - 1], params_[0]),
+                            targets);
 }
 
 }  // namespace wit::model

@@ -40,10 +40,51 @@ int64_t gpt_param_count(const GPTConfig& cfg);
 // Training FLOPs per token: 6N for the matmuls plus 12·L·T·d for attention (PaLM appendix B).
 double gpt_flops_per_token(const GPTConfig& cfg, int64_t seq_len);
 
+// The parameter ranges sharded training gathers one at a time: 0 = embeddings (wte, wpe),
+// 1..L = transformer blocks, L+1 = final norm. Each is contiguous in the flat buffer.
+struct Unit {
+  int64_t begin = 0, end = 0;            // flat range
+  size_t first_spec = 0, last_spec = 0;  // specs [first, last)
+};
+std::vector<Unit> gpt_units(const GPTConfig& cfg);
+// The unit's tensors as views of `buffer`, which holds the unit's range from its start.
+std::vector<torch::Tensor> unit_tensors(const std::vector<ParamSpec>& specs, const Unit& u,
+                                        const torch::Tensor& buffer);
+
+// GPT-2 initialisation of one parameter, drawing from `gen` (shared, in canonical order).
+void init_param(const GPTConfig& cfg, const ParamSpec& spec, torch::Tensor& p,
+                torch::Generator& gen);
+torch::Generator init_generator(uint64_t seed);
+
+// Dropout with an explicit generator: the masks are a function of the micro-batch's seed.
+struct Dropout {
+  double p = 0.0;
+  bool train = false;
+  std::optional<torch::Generator> gen;
+  torch::Tensor operator()(const torch::Tensor& x);
+};
+
 struct Loss {
   torch::Tensor objective;  // 0-dim, for backward()
   float value;              // the mean, summed in a fixed order: independent of thread count
 };
+
+// The forward pass in pieces. GPT composes them; sharded training calls them unit by unit,
+// so both run exactly the same kernels on the same values.
+torch::Tensor gpt_embed(const GPTConfig& cfg, const torch::Tensor& wte, const torch::Tensor& wpe,
+                        const torch::Tensor& idx, Dropout& dropout);  // (B,T,C)
+// p: the block's 12 tensors in spec order; x: (B,T,C)
+torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x,
+                        const std::vector<torch::Tensor>& p, const torch::Tensor& causal_mask,
+                        Dropout& dropout);
+torch::Tensor gpt_head_logits(const GPTConfig& cfg, const torch::Tensor& x,
+                              const torch::Tensor& lnf_w, const torch::Tensor& lnf_b,
+                              const torch::Tensor& wte);  // (B,T,V)
+Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets);
+// (context, context) bool, true above the diagonal
+inline torch::Tensor causal_mask(int64_t context) {
+  return torch::ones({context, context}, torch::kBool).triu(1);
+}
 
 class GPT {
  public:
@@ -74,9 +115,7 @@ class GPT {
   const torch::Tensor& flat_params() const { return flat_; }
 
  private:
-  torch::Tensor forward_hidden(const torch::Tensor& idx, bool train,
-                               std::optional<torch::Generator>& gen);
-  torch::Tensor dropout(const torch::Tensor& x, bool train, std::optional<torch::Generator>& gen);
+  torch::Tensor forward_hidden(const torch::Tensor& idx, Dropout& dropout);  // before ln_f
 
   GPTConfig cfg_;
   std::vector<ParamSpec> specs_;

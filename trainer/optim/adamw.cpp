@@ -37,7 +37,15 @@ Hyper hyper_at(const AdamWConfig& c, int64_t step, int64_t total_steps) {
           float(c.beta2), float(c.eps),          float(c.grad_clip)};
 }
 
-double grad_norm(const float* g, int64_t n) {
+double grad_norm(const float* g, int64_t n) { return norm_from_partials(grad_norm_partials(g, n)); }
+
+double norm_from_partials(const std::vector<double>& partials) {
+  double total = 0.0;
+  for (double s : partials) total += s;
+  return std::sqrt(total);
+}
+
+std::vector<double> grad_norm_partials(const float* g, int64_t n) {
   const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
   std::vector<double> partial(chunks, 0.0);
   at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
@@ -48,9 +56,7 @@ double grad_norm(const float* g, int64_t n) {
       partial[c] = s;
     }
   });
-  double total = 0.0;
-  for (double s : partial) total += s;
-  return std::sqrt(total);
+  return partial;
 }
 
 float clip_grads(float* g, int64_t n, double norm, float clip) {

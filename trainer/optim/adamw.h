@@ -40,6 +40,11 @@ Hyper hyper_at(const AdamWConfig& cfg, int64_t step, int64_t total_steps);
 // partials then summed in chunk order.
 constexpr int64_t kNormChunk = 1 << 16;
 double grad_norm(const float* g, int64_t n);
+// The chunk partials alone (n need not be a multiple of the chunk): a shard that starts on a
+// chunk boundary computes its own, and the partials of all shards, summed in chunk order, give
+// grad_norm's total. Trailing zero padding adds exact zeros.
+std::vector<double> grad_norm_partials(const float* g, int64_t n);
+double norm_from_partials(const std::vector<double>& partials);
 
 // If clipping is on and norm > clip: g *= clip / (norm + 1e-6). Returns the factor applied (1 if
 // none).

@@ -1,0 +1,92 @@
+# The NCCL backend: wit_dist_nccl (alias wit::dist_nccl), the collectives on GPU buffers. Built
+# only where a CUDA compiler, the CUDA toolkit and NCCL are found; elsewhere left out with one
+# status line. Included from trainer/dist/CMakeLists.txt once wit_dist exists. Sets the cache
+# variable WIT_HAVE_NCCL (ON when built) for the directories configured after this one.
+#
+#   -DWIT_DISABLE_CUDA=ON             leave it out even where CUDA is installed
+#   -DWIT_NCCL_ROOT=/opt/nccl         NCCL's prefix (include/nccl.h, lib/libnccl.so) when it is
+#                                     neither beside CUDA nor in a system path
+#   -DCMAKE_CUDA_ARCHITECTURES=...    default 80;90: A100, H100/H200, and PTX for newer GPUs
+
+option(WIT_DISABLE_CUDA "Leave the CUDA/NCCL backend out even where CUDA is installed" OFF)
+set(WIT_NCCL_ROOT "$ENV{NCCL_ROOT}" CACHE PATH "NCCL install prefix, when not beside CUDA")
+# Decided afresh on every configure.
+set(WIT_HAVE_NCCL OFF CACHE INTERNAL "wit_dist_nccl is built")
+
+set(_wit_gpu_missing "")
+if(WIT_DISABLE_CUDA)
+  set(_wit_gpu_missing "WIT_DISABLE_CUDA is ON")
+else()
+  include(CheckLanguage)
+  check_language(CUDA)
+  # check_language takes a compiler given as -DCMAKE_CUDA_COMPILER on trust: a path that does
+  # not exist leaves the backend out rather than failing enable_language below.
+  if(NOT CMAKE_CUDA_COMPILER
+     OR (IS_ABSOLUTE "${CMAKE_CUDA_COMPILER}" AND NOT EXISTS "${CMAKE_CUDA_COMPILER}"))
+    set(_wit_gpu_missing "no CUDA compiler")
+  endif()
+endif()
+
+if(NOT _wit_gpu_missing)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 80 90 CACHE STRING "GPU architectures to compile for")
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit)
+  if(NOT CUDAToolkit_FOUND)
+    set(_wit_gpu_missing "no CUDA toolkit (runtime library) found")
+  endif()
+endif()
+
+if(NOT _wit_gpu_missing)
+  find_path(WIT_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${WIT_NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
+    PATH_SUFFIXES include)
+  find_library(WIT_NCCL_LIBRARY nccl
+    HINTS ${WIT_NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR}
+    PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+  if(NOT WIT_NCCL_INCLUDE_DIR)
+    set(_wit_gpu_missing "no nccl.h found; set WIT_NCCL_ROOT")
+  elseif(NOT WIT_NCCL_LIBRARY)
+    set(_wit_gpu_missing "no libnccl found; set WIT_NCCL_ROOT")
+  endif()
+endif()
+
+if(_wit_gpu_missing)
+  message(STATUS "wit: NCCL backend not built (${_wit_gpu_missing})")
+  return()
+endif()
+
+file(STRINGS "${WIT_NCCL_INCLUDE_DIR}/nccl.h" _wit_nccl_version
+     REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+string(REGEX REPLACE "[^0-9;]*([0-9]+)[^;]*" "\\1" _wit_nccl_version "${_wit_nccl_version}")
+string(REPLACE ";" "." _wit_nccl_version "${_wit_nccl_version}")
+message(STATUS "wit: NCCL backend built (CUDA ${CUDAToolkit_VERSION}, NCCL ${_wit_nccl_version}, "
+               "GPU architectures ${CMAKE_CUDA_ARCHITECTURES})")
+
+add_library(wit_dist_nccl STATIC cuda_check.cpp device_add.cu nccl_communicator.cpp)
+add_library(wit::dist_nccl ALIAS wit_dist_nccl)
+target_include_directories(wit_dist_nccl PUBLIC ${WIT_NCCL_INCLUDE_DIR})
+# cuda_check.h, for GPU code elsewhere, needs the CUDA and NCCL headers: both are public.
+target_link_libraries(wit_dist_nccl PUBLIC wit_dist CUDA::cudart ${WIT_NCCL_LIBRARY})
+target_compile_definitions(wit_dist_nccl PUBLIC WIT_HAVE_NCCL=1)
+# One shared CUDA runtime in the process (the one CUDA::cudart and a CUDA libtorch use), not
+# nvcc's default static copy beside it.
+set_target_properties(wit_dist_nccl PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared)
+
+# The project's compile options (-Wall -Wextra -ffp-contract=off) are gcc's: nvcc takes them for
+# its host compiler, through -Xcompiler.
+get_target_property(_wit_options wit_dist_nccl COMPILE_OPTIONS)
+if(_wit_options)
+  set(_wit_wrapped "")
+  foreach(_wit_option IN LISTS _wit_options)
+    list(APPEND _wit_wrapped "$<IF:$<COMPILE_LANGUAGE:CUDA>,-Xcompiler=${_wit_option},${_wit_option}>")
+  endforeach()
+  set_target_properties(wit_dist_nccl PROPERTIES COMPILE_OPTIONS "${_wit_wrapped}")
+endif()
+# Device code does the CPU's IEEE arithmetic: no multiply-add contraction (the device side of
+# -ffp-contract=off), no flush of subnormals to zero, correctly rounded division and square root.
+target_compile_options(wit_dist_nccl PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --ftz=false --prec-div=true --prec-sqrt=true>)
+
+set(WIT_HAVE_NCCL ON CACHE INTERNAL "wit_dist_nccl is built")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Distributed benchmarks of docs/benchmarks.md, on this machine's two cores, one thread per rank:
+#   scaling  tokens/s of 2 processes (DDP) against 1, on a config where compute dominates;
+#   memory   peak resident memory per rank of 2 processes (FSDP) against 1, on a config where
+#            parameters and AdamW state dominate, with the model state bytes beside it;
+#   comm     time inside collectives as a fraction of the step.
+# Usage: benchmarks/dist_scaling.sh [DATA_DIR]   (default data/kjv, prepared if missing;
+#        WIT_BUILD_DIR names the build directory, default build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data=${1:-data/kjv}
+build=${WIT_BUILD_DIR:-build}
+bench=$build/benchmarks/wit_bench_dist_step
+[ -f "$data/manifest.h5" ] || $build/apps/wit/wit prepare --out "$data"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun="mpirun --oversubscribe --bind-to core -np"
+
+compute=(--set model.n_layer=4 --set model.n_head=8 --set model.n_embd=512 --set model.context=128
+         --set data.seq_len=128 --set train.micro_batches=2 --set train.micro_batch_size=8
+         --set train.threads=1)
+state=(--set model.n_layer=12 --set model.n_head=16 --set model.n_embd=1024 --set model.context=32
+       --set data.seq_len=32 --set train.micro_batches=2 --set train.micro_batch_size=2
+       --set train.threads=1)
+
+echo "== scaling (compute-bound config, DDP) =="
+one=$($mpirun 1 $bench --mode ddp --data "$data" --steps 3 "${compute[@]}")
+two=$($mpirun 2 $bench --mode ddp --data "$data" --steps 3 "${compute[@]}")
+echo "N=1: $one"; echo "N=2: $two"
+echo "== memory (state-bound config: N=1 vs N=2 FSDP) =="
+m1=$($mpirun 1 $bench --mode ddp --data "$data" --steps 2 "${state[@]}")
+m2=$($mpirun 2 $bench --mode fsdp --data "$data" --steps 2 "${state[@]}")
+echo "N=1:      $m1"; echo "N=2 FSDP: $m2"
+python3 - "$one" "$two" "$m1" "$m2" <<'PY'
+import json, sys
+one, two, m1, m2 = (json.loads(a) for a in sys.argv[1:])
+print(f"\nscaling: N=2 reaches {two['tokens_per_s']/one['tokens_per_s']:.2f}x the tokens/s of N=1 "
+      f"({one['tokens_per_s']:.0f} -> {two['tokens_per_s']:.0f}; target >= 1.8x)")
+print(f"communication: {100*two['comm_s']/two['step_s']:.1f}% of the N=2 DDP step, "
+      f"{100*m2['comm_s']/m2['step_s']:.1f}% of the N=2 FSDP step")
+for name, m in (("N=1", m1), ("N=2 FSDP", m2)):
+    print(f"memory {name}: peak RSS {m['peak_rss_bytes_max_rank']/2**20:.0f} MiB per rank, "
+          f"model state {m['state_bytes_per_rank']/2**20:.0f} MiB per rank "
+          f"({m['params']/1e6:.1f}M parameters)")
+print(f"memory: N=2 FSDP peak per rank = {m2['peak_rss_bytes_max_rank']/m1['peak_rss_bytes_max_rank']:.2f}x "
+      f"that of N=1 (target <= 0.6x)")
+PY

@@ -5,15 +5,14 @@
 //   mpirun -np 2 build/benchmarks/wit_bench_dist_step --mode fsdp --data data/kjv --steps 3
 //     --set model.n_layer=12 --set model.n_embd=1024 ...
 // benchmarks/dist_scaling.sh runs the comparisons of docs/benchmarks.md.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <string>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/config.h"
 #include "trainer/data/dataset.h"
@@ -40,17 +39,27 @@ class TimedCommunicator final : public wit::dist::Communicator {
   void reduce_scatter_canonical_v(float* d, const std::vector<int64_t>& c) override {
     time([&] { c_.reduce_scatter_canonical_v(d, c); });
   }
-  void all_gather(float* d, int64_t n) override { time([&] { c_.all_gather(d, n); }); }
+  void all_gather(float* d, int64_t n) override {
+    time([&] { c_.all_gather(d, n); });
+  }
   void all_gather_v(const float* m, float* a, const std::vector<int64_t>& c) override {
     time([&] { c_.all_gather_v(m, a, c); });
   }
   void all_gather_bytes(const void* m, size_t b, void* a) override {
     time([&] { c_.all_gather_bytes(m, b, a); });
   }
-  void send(const void* d, size_t b, int to) override { time([&] { c_.send(d, b, to); }); }
-  void recv(void* d, size_t b, int from) override { time([&] { c_.recv(d, b, from); }); }
-  void broadcast(void* d, size_t b, int root) override { time([&] { c_.broadcast(d, b, root); }); }
-  void barrier() override { time([&] { c_.barrier(); }); }
+  void send(const void* d, size_t b, int to) override {
+    time([&] { c_.send(d, b, to); });
+  }
+  void recv(void* d, size_t b, int from) override {
+    time([&] { c_.recv(d, b, from); });
+  }
+  void broadcast(void* d, size_t b, int root) override {
+    time([&] { c_.broadcast(d, b, root); });
+  }
+  void barrier() override {
+    time([&] { c_.barrier(); });
+  }
   void abort(int code) override { c_.abort(code); }
 
  private:
@@ -77,10 +86,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--mode") mode = argv[i + 1];
-    else if (a == "--data") data = argv[i + 1];
-    else if (a == "--steps") steps = std::stoi(argv[i + 1]);
-    else if (a == "--set") sets.push_back(argv[i + 1]);
+    if (a == "--mode")
+      mode = argv[i + 1];
+    else if (a == "--data")
+      data = argv[i + 1];
+    else if (a == "--steps")
+      steps = std::stoi(argv[i + 1]);
+    else if (a == "--set")
+      sets.push_back(argv[i + 1]);
   }
   auto world = wit::dist::make_communicator();
   TimedCommunicator comm(*world);

@@ -68,8 +68,9 @@ Result measure(const std::string& name, const fs::path& config, std::vector<std:
     refs.push_back(ref);
     ratios.push_back(flops_per_step / s / ref);
   }
-  return {name,         double(model.num_params()), tokens, median(secs), median(rates),
-          median(refs), median(ratios)};
+  return {
+      name,          double(model.num_params()), tokens, median(secs), median(rates), median(refs),
+      median(ratios)};
 }
 
 }  // namespace

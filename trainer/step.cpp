@@ -2,7 +2,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <functional>
+
 #include "core/error.h"
+#include "trainer/bucket_reducer.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {
@@ -47,6 +50,47 @@ int64_t padded_size(int64_t num_params, int world) {
   return (num_params + world - 1) / world * world;
 }
 
+namespace {
+
+// Forward and backward of one micro-batch unit by unit (embeddings, blocks, final norm), each
+// unit's graph joined to the next by a detached input, so that `unit_done(u)` can be called as
+// soon as unit u's gradients are final. The same kernels on the same values as GPT::loss, so the
+// same gradient bits; gradients land where model.bind_grads put them.
+model::Loss backward_by_unit(model::GPT& model, const MicroBatch& mb, torch::Generator gen,
+                             const std::function<void(const model::Unit&)>& unit_done) {
+  const auto& cfg = model.config();
+  const auto& p = model.params();
+  const auto units = model::gpt_units(cfg);
+  const size_t last = units.size() - 1;
+  model::Dropout dropout{cfg.dropout, true, std::move(gen)};
+  auto x0 = model::gpt_embed(cfg, p[0], p[1], mb.x, dropout);
+  std::vector<torch::Tensor> inputs, outputs;
+  auto h = x0.detach().requires_grad_();
+  for (size_t u = 1; u < last; ++u) {
+    inputs.push_back(h);
+    std::vector<torch::Tensor> unit(p.begin() + long(units[u].first_spec),
+                                    p.begin() + long(units[u].last_spec));
+    outputs.push_back(model::gpt_block(cfg, h, unit, model.mask(), dropout));
+    h = outputs.back().detach().requires_grad_();
+  }
+  const size_t n = p.size();
+  auto loss =
+      model::cross_entropy_mean(model::gpt_head_logits(cfg, h, p[n - 2], p[n - 1], p[0]), mb.y);
+  loss.objective.backward();
+  unit_done(units[last]);
+  torch::Tensor g = h.grad();
+  for (size_t u = last - 1; u >= 1; --u) {
+    outputs[u - 1].backward(g);
+    g = inputs[u - 1].grad();
+    unit_done(units[u]);
+  }
+  x0.backward(g);
+  unit_done(units[0]);
+  return loss;
+}
+
+}  // namespace
+
 StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& ctx) {
   StepRecord rec;
   rec.step = step;
@@ -83,8 +127,9 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   WIT_CHECK(M % N == 0, "{} micro-batches over {} ranks", M, N);
   StepRecord rec = begin_step(data, opt.step, ctx);
 
-  auto add_grads = [&pool](torch::Tensor& acc, const torch::Tensor& x) {
-    acc.add_(x);
+  bool arithmetic = true;  // off while the sum only does its bookkeeping (see below)
+  auto add_grads = [&pool, &arithmetic](torch::Tensor& acc, const torch::Tensor& x) {
+    if (arithmetic) acc.add_(x);
     pool.give(x);
   };
   auto grad_sum = make_canonical_sum<torch::Tensor>(B, add_grads);
@@ -96,16 +141,33 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
         at::make_generator<at::CPUGeneratorImpl>(micro_batch_seed(ctx.run_seed, opt.step, i));
     torch::Tensor grad = pool.take();
     model.bind_grads(grad);
-    auto loss = model.loss(mb.x, mb.y, /*train=*/true, gen);
-    loss.objective.backward();
-    grad_sum.push(std::move(grad));
+    if (N == 1 || i + 1 < first + B) {
+      auto loss = model.loss(mb.x, mb.y, /*train=*/true, gen);
+      loss.objective.backward();
+      grad_sum.push(std::move(grad));
+      loss_sum.push(double(loss.value));
+      continue;
+    }
+    // The last micro-batch with several ranks: as each unit's gradient becomes final, finish
+    // the local tree on that slice and hand it to the reducer, which sums it over ranks while
+    // the backward of the units before it goes on. Buckets are units, posted last to first.
+    BucketReducer reducer(comm);
+    auto loss = backward_by_unit(model, mb, gen, [&](const model::Unit& u) {
+      auto slice = [&](const torch::Tensor& t) { return t.narrow(0, u.begin, u.end - u.begin); };
+      auto part = grad_sum.map(slice, [](torch::Tensor& a, const torch::Tensor& x) { a.add_(x); });
+      part.push(slice(grad));
+      reducer.post(part.result());
+    });
+    reducer.wait();
     loss_sum.push(double(loss.value));
+    // Every slice is summed already: this push only moves the buffers through the same tree.
+    arithmetic = false;
+    grad_sum.push(std::move(grad));
+    arithmetic = true;
   }
   rec.loss = float(dist::sum_canonical(comm, loss_sum.result()) / double(M));
 
-  torch::Tensor g = grad_sum.result();
-  comm.reduce_scatter_canonical(g.data_ptr<float>(), g.numel());
-  comm.all_gather(g.data_ptr<float>(), g.numel());
+  torch::Tensor g = grad_sum.result();  // with several ranks, already summed over them
   const int64_t P = model.num_params();
   g.narrow(0, 0, P).mul_(1.0 / double(M));
   float* gp = g.data_ptr<float>();

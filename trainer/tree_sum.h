@@ -52,6 +52,18 @@ class CanonicalSum {
 
   bool done() const { return pushed_ == n_; }
 
+  // A copy of the partial state with every held value passed through f (e.g. a narrow view of
+  // a slice) and another add: finishing the copy finishes that slice of the sum, same tree.
+  template <typename F, typename Add2>
+  CanonicalSum<T, Add2> map(F f, Add2 add) const {
+    CanonicalSum<T, Add2> c(n_, std::move(add));
+    c.pushed_ = pushed_;
+    c.in_group_ = in_group_;
+    if (in_group_ > 0) c.current_ = f(current_);
+    for (auto& [level, v] : stack_) c.stack_.emplace_back(level, f(v));
+    return c;
+  }
+
   T result() {
     WIT_CHECK(pushed_ == n_ && stack_.size() == 1, "sum of {} terms is incomplete ({} pushed)", n_,
               pushed_);
@@ -59,6 +71,8 @@ class CanonicalSum {
   }
 
  private:
+  template <typename, typename>
+  friend class CanonicalSum;
   int64_t n_, group_, pushed_ = 0, in_group_ = 0;
   Add add_;
   T current_{};

@@ -45,6 +45,9 @@ class Communicator {
   virtual void abort(int code) = 0;
 
   bool is_root() const { return rank() == 0; }
+  // Whether collectives may be called from a helper thread (one thread at a time), so that
+  // communication can overlap computation.
+  virtual bool supports_helper_thread() const { return false; }
 };
 
 // One process: every collective is the identity.

@@ -33,9 +33,13 @@ class MpiCommunicator final : public Communicator {
     WIT_MPI(MPI_Initialized(&initialized));
     if (!initialized) {
       int provided = 0;
-      WIT_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      // SERIALIZED: a helper thread may run collectives while the main thread computes.
+      WIT_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
       owns_runtime_ = true;
     }
+    int level = 0;
+    WIT_MPI(MPI_Query_thread(&level));
+    threads_ok_ = level >= MPI_THREAD_SERIALIZED;
     WIT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
     WIT_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     WIT_MPI(MPI_Comm_rank(comm_, &rank_));
@@ -49,6 +53,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
+  bool supports_helper_thread() const override { return threads_ok_; }
 
   void reduce_scatter_canonical(float* data, int64_t n) override {
     WIT_CHECK(n % size_ == 0, "reduce-scatter of {} elements over {} ranks", n, size_);
@@ -113,8 +118,9 @@ class MpiCommunicator final : public Communicator {
       displ[size_t(r)] = int(at);
       at += counts[size_t(r)];
     }
-    WIT_MPI(MPI_Allgatherv(mine, c[size_t(rank_)], MPI_FLOAT, all, c.data(), displ.data(),
-                           MPI_FLOAT, comm_));
+    const bool in_place = mine == all + displ[size_t(rank_)];
+    WIT_MPI(MPI_Allgatherv(in_place ? MPI_IN_PLACE : mine, c[size_t(rank_)], MPI_FLOAT, all,
+                           c.data(), displ.data(), MPI_FLOAT, comm_));
   }
 
   void send(const void* data, size_t bytes, int to) override {
@@ -160,6 +166,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   bool owns_runtime_ = false;
+  bool threads_ok_ = false;
   std::vector<float> send_, recv_;
 };
 

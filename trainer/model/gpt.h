@@ -112,6 +112,9 @@ class GPT {
   const std::vector<ParamSpec>& specs() const { return specs_; }
   int64_t num_params() const { return flat_.numel(); }
   torch::Tensor& flat_params() { return flat_; }
+  // The parameter tensors (views into the flat buffer, requiring grad), in spec order.
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  const torch::Tensor& mask() const { return causal_mask_; }
   const torch::Tensor& flat_params() const { return flat_; }
 
  private:

@@ -216,6 +216,27 @@ TEST(Checkpoint, CorruptionAndTruncationAreDetected) {
   EXPECT_THROW(load_checkpoint(bad), Error);
 }
 
+TEST(Checkpoint, AFailedWriteLeavesThePreviousCheckpointIntact) {
+  TempDir run("wit-test-ckpt-fail");
+  train(options(run.path, small_run(2)));
+  const fs::path ck = checkpoint_path(run.path, 2);
+  const std::string before = read_text_file(ck);
+  const CheckpointInfo info = read_checkpoint_info(ck);
+  {
+    // A write that stops half-way (an error, a full disk): the writer is destroyed unfinished.
+    CheckpointWriter w(ck, info);
+    std::vector<float> some(1000, 1.0f);
+    w.write(some.data(), int64_t(some.size()));
+  }
+  EXPECT_EQ(before, read_text_file(ck));
+  for (auto& e : fs::directory_iterator(ck.parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  // And a writer given too little data refuses to finish rather than commit a short file.
+  CheckpointWriter w(ck, info);
+  EXPECT_THROW(w.finish(), Error);
+  EXPECT_EQ(before, read_text_file(ck));
+}
+
 TEST(Safetensors, ExportReadsBackWithHuggingFaceLayout) {
   TempDir run("wit-test-st");
   auto s = train(options(run.path, small_run(2)));

@@ -13,7 +13,6 @@ class SingleProcess final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string backend() const override { return "single"; }
-  void reduce_scatter_canonical(float*, int64_t) override {}
   void reduce_scatter_canonical_v(float*, const std::vector<int64_t>&) override {}
   void all_gather(float*, int64_t) override {}
   void all_gather_v(const float* mine, float* all, const std::vector<int64_t>& counts) override {
@@ -34,6 +33,38 @@ class SingleProcess final : public Communicator {
 };
 
 }  // namespace
+
+void Communicator::reduce_scatter_canonical(float* data, int64_t n) {
+  WIT_CHECK(n % size() == 0, "reduce-scatter of {} elements over {} ranks", n, size());
+  reduce_scatter_canonical_v(data, std::vector<int64_t>(static_cast<size_t>(size()), n / size()));
+}
+
+std::vector<HalvingExchange> halving_schedule(int rank, int size) {
+  WIT_CHECK(size > 0 && (size & (size - 1)) == 0, "world size {} is not a power of two", size);
+  std::vector<HalvingExchange> steps;
+  for (int d = 1; d < size; d <<= 1) {
+    HalvingExchange x;
+    x.partner = rank ^ d;
+    // Blocks still held agree with this rank on the bits below d; of those, the ones whose bit
+    // d matches the partner go, the others stay and receive the partner's partial sums.
+    for (int i = 0; i < size; ++i) {
+      if ((i & (d - 1)) != (rank & (d - 1))) continue;
+      ((i & d) == (x.partner & d) ? x.send : x.keep).push_back(i);
+    }
+    steps.push_back(std::move(x));
+  }
+  return steps;
+}
+
+std::vector<int64_t> block_starts(const std::vector<int64_t>& counts, int size) {
+  WIT_CHECK(int64_t(counts.size()) == size, "{} block sizes for {} ranks", counts.size(), size);
+  std::vector<int64_t> start(counts.size() + 1, 0);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    WIT_CHECK(counts[i] >= 0, "block {} has {} elements", i, counts[i]);
+    start[i + 1] = start[i] + counts[i];
+  }
+  return start;
+}
 
 std::unique_ptr<Communicator> make_single_process() { return std::make_unique<SingleProcess>(); }
 

@@ -25,7 +25,7 @@ class Communicator {
   // data: n floats on every rank, n divisible by size(). Afterwards block rank() (n/size
   // elements starting at rank()·n/size) holds the canonical-tree sum over ranks of that block;
   // the other blocks hold partial sums and are scratch.
-  virtual void reduce_scatter_canonical(float* data, int64_t n) = 0;
+  virtual void reduce_scatter_canonical(float* data, int64_t n);
   // As above with uneven blocks: block r is counts[r] elements (zero allowed), blocks laid out
   // one after another in rank order. Used by sharded training, where a unit's parameters fall
   // unevenly across the ranks' contiguous shards.
@@ -49,6 +49,19 @@ class Communicator {
   // communication can overlap computation.
   virtual bool supports_helper_thread() const { return false; }
 };
+
+// One exchange of the canonical reduce-scatter (recursive halving). At distance d = 1, 2, 4, ...
+// a rank pairs with partner = rank xor d, sends its partial sums of the `send` blocks and adds
+// the partner's partial sums of the `keep` blocks (ascending block order on both sides). After
+// the last exchange block `rank` holds the balanced tree over all ranks. Every backend follows
+// this one schedule, so the tree is defined in one place.
+struct HalvingExchange {
+  int partner = 0;
+  std::vector<int64_t> send, keep;
+};
+std::vector<HalvingExchange> halving_schedule(int rank, int size);
+// Offsets of blocks laid one after another: start[i] .. start[i+1]; checks counts >= 0.
+std::vector<int64_t> block_starts(const std::vector<int64_t>& counts, int size);
 
 // One process: every collective is the identity.
 std::unique_ptr<Communicator> make_single_process();

@@ -55,38 +55,21 @@ class MpiCommunicator final : public Communicator {
   std::string backend() const override { return "mpi"; }
   bool supports_helper_thread() const override { return threads_ok_; }
 
-  void reduce_scatter_canonical(float* data, int64_t n) override {
-    WIT_CHECK(n % size_ == 0, "reduce-scatter of {} elements over {} ranks", n, size_);
-    reduce_scatter_canonical_v(data, std::vector<int64_t>(size_t(size_), n / size_));
-  }
-
   void reduce_scatter_canonical_v(float* data, const std::vector<int64_t>& counts) override {
-    const int64_t N = size_;
-    WIT_CHECK(int64_t(counts.size()) == N, "{} block sizes for {} ranks", counts.size(), N);
-    if (N == 1) return;
-    std::vector<int64_t> start(size_t(N) + 1, 0);
-    for (int64_t i = 0; i < N; ++i) start[i + 1] = start[i] + counts[size_t(i)];
-    send_.resize(size_t(start[N]));
-    recv_.resize(size_t(start[N]));
-    for (int64_t d = 1; d < N; d <<= 1) {
-      const int partner = rank_ ^ int(d);
-      // Blocks still held agree with this rank on the bits below d; of those, the ones whose
-      // bit d matches the partner are sent, the partner's copies of the others received.
-      auto held = [&](int64_t i, int side) {
-        return (i & (d - 1)) == (rank_ & (d - 1)) && (i & d) == (side & d);
-      };
+    const auto start = block_starts(counts, size_);
+    if (size_ == 1) return;
+    send_.resize(size_t(start.back()));
+    recv_.resize(size_t(start.back()));
+    for (const auto& x : halving_schedule(rank_, size_)) {
       int64_t packed = 0, expect = 0;
-      for (int64_t i = 0; i < N; ++i) {
-        if (held(i, partner)) {
-          std::copy(data + start[i], data + start[i + 1], send_.data() + packed);
-          packed += counts[size_t(i)];
-        }
-        if (held(i, rank_)) expect += counts[size_t(i)];
+      for (int64_t i : x.send) {
+        std::copy(data + start[i], data + start[i + 1], send_.data() + packed);
+        packed += counts[size_t(i)];
       }
-      sendrecv(send_.data(), packed, recv_.data(), expect, partner);
+      for (int64_t i : x.keep) expect += counts[size_t(i)];
+      sendrecv(send_.data(), packed, recv_.data(), expect, x.partner);
       int64_t at = 0;
-      for (int64_t i = 0; i < N; ++i) {
-        if (!held(i, rank_)) continue;
+      for (int64_t i : x.keep) {
         float* block = data + start[i];
         const float* theirs = recv_.data() + at;
         for (int64_t k = 0; k < counts[size_t(i)]; ++k) block[k] += theirs[k];  // a+b == b+a

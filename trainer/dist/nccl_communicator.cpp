@@ -58,55 +58,40 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
 
-  void reduce_scatter_canonical(float* data, int64_t n) override {
-    WIT_CHECK(n % size_ == 0, "reduce-scatter of {} elements over {} ranks", n, size_);
-    reduce_scatter_canonical_v(data, std::vector<int64_t>(size_t(size_), n / size_));
-  }
-
   void reduce_scatter_canonical_v(float* data, const std::vector<int64_t>& counts) override {
-    const int64_t N = size_;
-    WIT_CHECK(int64_t(counts.size()) == N, "{} block sizes for {} ranks", counts.size(), N);
-    std::vector<int64_t> start(size_t(N) + 1, 0);
-    for (size_t i = 0; i < size_t(N); ++i) {
-      WIT_CHECK(counts[i] >= 0, "block {} has {} elements", i, counts[i]);
-      start[i + 1] = start[i] + counts[i];
-    }
-    if (N == 1 || start[size_t(N)] == 0) return;
+    const auto start = block_starts(counts, size_);
+    if (size_ == 1 || start.back() == 0) return;
     check_on_device(data, "reduce-scatter buffer");
     guarded([&] {
       WIT_CUDA(cudaDeviceSynchronize());  // the caller's work producing `data` is done
-      // The most received in one exchange: at d = 1, every block of this rank's parity.
-      int64_t most = 0;
-      for (int64_t i = rank_ & 1; i < N; i += 2) most += counts[size_t(i)];
+      const auto schedule = halving_schedule(rank_, size_);
+      int64_t most = 0;  // the most received in one exchange
+      for (const auto& x : schedule) {
+        int64_t n = 0;
+        for (int64_t i : x.keep) n += counts[size_t(i)];
+        most = std::max(most, n);
+      }
       float* theirs = scratch(most);
-      for (int64_t d = 1; d < N; d <<= 1) {
-        const int partner = rank_ ^ int(d);
-        // Blocks still held agree with this rank on the bits below d; of those, the ones whose
-        // bit d matches the partner are sent, the partner's copies of the others received. Each
-        // block is one message, posted in block order on both sides, so they pair up.
-        auto held = [&](int64_t i, int side) {
-          return (i & (d - 1)) == (rank_ & (d - 1)) && (i & d) == (side & d);
-        };
+      for (const auto& x : schedule) {
+        // Each block is one message, posted in block order on both sides, so they pair up.
         WIT_NCCL(ncclGroupStart());
+        for (int64_t i : x.send)
+          if (counts[size_t(i)] > 0)
+            WIT_NCCL(ncclSend(data + start[size_t(i)], size_t(counts[size_t(i)]), ncclFloat32,
+                              x.partner, comm_.get(), stream_.get()));
         int64_t at = 0;
-        for (int64_t i = 0; i < N; ++i) {
-          const int64_t c = counts[size_t(i)];
-          if (c == 0) continue;
-          if (held(i, partner))
-            WIT_NCCL(ncclSend(data + start[size_t(i)], size_t(c), ncclFloat32, partner, comm_.get(),
-                              stream_.get()));
-          if (held(i, rank_)) {
-            WIT_NCCL(
-                ncclRecv(theirs + at, size_t(c), ncclFloat32, partner, comm_.get(), stream_.get()));
-            at += c;
-          }
+        for (int64_t i : x.keep) {
+          if (counts[size_t(i)] == 0) continue;
+          WIT_NCCL(ncclRecv(theirs + at, size_t(counts[size_t(i)]), ncclFloat32, x.partner,
+                            comm_.get(), stream_.get()));
+          at += counts[size_t(i)];
         }
         WIT_NCCL(ncclGroupEnd());
         // Then, on the same stream, mine + theirs per block (a + b == b + a in IEEE).
         at = 0;
-        for (int64_t i = 0; i < N; ++i) {
+        for (int64_t i : x.keep) {
           const int64_t c = counts[size_t(i)];
-          if (c == 0 || !held(i, rank_)) continue;
+          if (c == 0) continue;
           WIT_CUDA(device_add(data + start[size_t(i)], theirs + at, c, stream_.get()));
           at += c;
         }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "tests/dist/canonical_reference.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/mpi_communicator.h"
 
@@ -14,28 +15,8 @@ namespace {
 
 Communicator* g_comm = nullptr;
 
-// Rank r's contribution: values of wildly different magnitudes, so a different summation
-// order shows in the bits.
-std::vector<float> contribution(int rank, int64_t n) {
-  std::mt19937 rng(uint32_t(1000 + rank));
-  std::uniform_real_distribution<float> mant(-1, 1);
-  std::uniform_int_distribution<int> ex(-24, 24);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = std::ldexp(mant(rng), ex(rng));
-  return v;
-}
-
-// The definition: pairs (0,1), (2,3), ... then pairs of pairs, for a power-of-two world.
-float tree_over_ranks(const std::vector<std::vector<float>>& parts, int64_t i) {
-  std::vector<float> level;
-  for (auto& p : parts) level.push_back(p[size_t(i)]);
-  while (level.size() > 1) {
-    std::vector<float> next;
-    for (size_t r = 0; r < level.size(); r += 2) next.push_back(level[r] + level[r + 1]);
-    level = next;
-  }
-  return level[0];
-}
+using testing::contribution;
+using testing::tree_over_ranks;
 
 TEST(Collectives, ReduceScatterAndAllGatherEqualTheSerialTree) {
   Communicator& comm = *g_comm;

@@ -24,11 +24,9 @@ namespace wit::data {
 namespace {
 
 using wit::testing::error_of;
+using wit::testing::contains;
 using wit::testing::TempDir;
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 void write_text(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

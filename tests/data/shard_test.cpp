@@ -16,6 +16,7 @@ namespace wit::data {
 namespace {
 
 using wit::testing::error_of;
+using wit::testing::contains;
 using wit::testing::TempDir;
 
 std::vector<uint16_t> iota_tokens(size_t n, uint16_t start) {
@@ -40,9 +41,6 @@ void set_header_int(const fs::path& p, int index, int32_t value) {
   write_bytes(p, bytes);
 }
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST(Shard, file_layout_is_llmc) {
   TempDir dir;

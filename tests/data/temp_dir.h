@@ -48,4 +48,8 @@ std::string error_of(Fn&& fn) {
   return "";
 }
 
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
 }  // namespace wit::testing

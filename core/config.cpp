@@ -239,11 +239,19 @@ const std::string& Config::get_string(const std::string& path) const {
   return raw(path, Type::String);
 }
 
-std::string Config::to_yaml() const {
+std::string Config::to_yaml() const { return to_yaml({}); }
+
+std::string Config::to_yaml(const std::vector<std::string>& exclude) const {
+  auto excluded = [&](const std::string& path) {
+    for (auto& e : exclude)
+      if (path == e || (!e.empty() && e.back() == '.' && path.rfind(e, 0) == 0)) return true;
+    return false;
+  };
   YAML::Emitter out;
   out << YAML::BeginMap;
   std::string section;
   for (auto& k : schema_->keys()) {
+    if (excluded(k.path)) continue;
     std::string s = k.path.substr(0, k.path.find('.'));
     if (s != section) {
       if (!section.empty()) out << YAML::EndMap;

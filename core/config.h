@@ -71,6 +71,8 @@ class Config {
   // The resolved config: every schema key, in schema order, defaults filled in.
   // Deterministic text: the same config always gives the same bytes.
   std::string to_yaml() const;
+  // The same without some keys: "section.key", or "section." for a whole section.
+  std::string to_yaml(const std::vector<std::string>& exclude) const;
   // Keys whose values differ between two configs, as "key: a -> b" lines.
   std::vector<std::string> differences(const Config& other,
                                        const std::vector<std::string>& prefixes) const;

@@ -344,6 +344,12 @@ double Object::double_attr(const std::string& name) const {
   return v;
 }
 
+std::string library_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  return fmt::format("HDF5 {}.{}.{}", major, minor, release);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dataset
 
@@ -437,6 +443,62 @@ void Dataset::append_raw(Element type, const void* rows, size_t count, uint64_t 
   Handle mspace(
       check_id(H5Screate_simple(rank, extent, nullptr), "create a dataspace for", where()));
   check(H5Dwrite(id(), memory_type(type), mspace.id(), fspace.id(), H5P_DEFAULT, rows),
+        "append rows to", where());
+}
+
+uint64_t Dataset::width() const {
+  std::vector<uint64_t> dims = shape();
+  return dims.size() >= 2 ? dims[1] : 1;
+}
+
+void Dataset::overwrite_raw(Element type, uint64_t first, const void* rows, size_t count,
+                            uint64_t width) {
+  std::vector<uint64_t> dims = shape();
+  bool shape_ok = width == 1 ? dims.size() == 1 : dims.size() == 2 && dims[1] == width;
+  if (!shape_ok || first > dims[0] || count > dims[0] - first)
+    fail("HDF5: cannot overwrite rows [{}, {}) of width {} in {}, which has shape {}", first,
+         first + count, width, where(), shape_text(dims));
+  if (count == 0) return;
+  hsize_t start[2] = {first, 0}, extent[2] = {count, width};
+  Handle fspace(check_id(H5Dget_space(id()), "get the dataspace of", where()));
+  check(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, start, nullptr, extent, nullptr),
+        "select rows of", where());
+  Handle mspace(check_id(H5Screate_simple(int(dims.size()), extent, nullptr),
+                         "create a dataspace for", where()));
+  check(H5Dwrite(id(), memory_type(type), mspace.id(), fspace.id(), H5P_DEFAULT, rows),
+        "overwrite rows of", where());
+}
+
+void Dataset::set_rows(uint64_t rows) {
+  std::vector<uint64_t> dims = shape();
+  if (dims.empty()) fail("HDF5: {} is a scalar, it has no rows", where());
+  dims[0] = rows;
+  std::vector<hsize_t> d(dims.begin(), dims.end());
+  check(H5Dset_extent(id(), d.data()), "resize", where());
+}
+
+void Dataset::append_fixed_strings(const std::vector<std::string>& rows) {
+  std::vector<uint64_t> dims = shape();
+  Handle ftype(check_id(H5Dget_type(id()), "get the type of", where()));
+  if (dims.size() != 1 || H5Tget_class(ftype.id()) != H5T_STRING ||
+      H5Tis_variable_str(ftype.id()) != 0)
+    fail("HDF5: cannot append fixed-length strings to {}", where());
+  const size_t width = H5Tget_size(ftype.id());
+  std::string buf(rows.size() * width, '\0');
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].size() > width)
+      fail("HDF5: cannot append '{}' to {}: longer than its {} bytes", rows[i], where(), width);
+    buf.replace(i * width, rows[i].size(), rows[i]);
+  }
+  if (rows.empty()) return;
+  hsize_t grown[1] = {dims[0] + rows.size()};
+  check(H5Dset_extent(id(), grown), "extend", where());
+  hsize_t start[1] = {dims[0]}, extent[1] = {rows.size()};
+  Handle fspace(check_id(H5Dget_space(id()), "get the dataspace of", where()));
+  check(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, start, nullptr, extent, nullptr),
+        "select new rows of", where());
+  Handle mspace(check_id(H5Screate_simple(1, extent, nullptr), "create a dataspace for", where()));
+  check(H5Dwrite(id(), ftype.id(), mspace.id(), fspace.id(), H5P_DEFAULT, buf.data()),
         "append rows to", where());
 }
 
@@ -597,6 +659,25 @@ Dataset Group::create_digest_series(const std::string& name, size_t chunk_rows) 
   return create_extendible(name, Element::U8, 32, chunk_rows);
 }
 
+Dataset Group::create_fixed_string_series(const std::string& name, size_t width,
+                                          size_t chunk_rows) {
+  std::string w = file_ + ":" + child_path(name);
+  if (chunk_rows == 0 || width == 0) fail("HDF5: cannot create {}: zero width or chunk", w);
+  Handle type(check_id(H5Tcopy(H5T_C_S1), "copy the string type for", w));
+  check(H5Tset_size(type.id(), width), "set the string size of", w);
+  check(H5Tset_strpad(type.id(), H5T_STR_NULLPAD), "set the string padding of", w);
+  check(H5Tset_cset(type.id(), H5T_CSET_UTF8), "set the character set of", w);
+  hsize_t dims[1] = {0}, max_dims[1] = {H5S_UNLIMITED}, chunk[1] = {chunk_rows};
+  Handle space(check_id(H5Screate_simple(1, dims, max_dims), "create a dataspace for", w));
+  Handle dcpl = creation_props(H5P_DATASET_CREATE, w);
+  check(H5Pset_chunk(dcpl.id(), 1, chunk), "set the chunk shape of", w);
+  Handle lcpl = intermediate_groups_lcpl(w);
+  Handle d(
+      H5Dcreate2(id(), name.c_str(), type.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT));
+  if (!d.valid()) fail_h5("create dataset", w);
+  return Dataset(std::move(d), file_, child_path(name));
+}
+
 // ---------------------------------------------------------------------------------------------
 // File
 
@@ -610,7 +691,38 @@ File File::create(const fs::path& path) {
   return File(Handle(f), path);
 }
 
-File File::open(const fs::path& path, bool writable) {
+File File::create_live(const fs::path& path) {
+  silence_hdf5();
+  Handle fapl(
+      check_id(H5Pcreate(H5P_FILE_ACCESS), "create file access properties for", path.string()));
+  check(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST),
+        "select the latest file format for", path.string());
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id());
+  if (f < 0) fail_h5("create file", path.string());
+  return File(Handle(f), path);
+}
+
+void File::start_live_writing() {
+  check(H5Fstart_swmr_write(id()), "start single-writer/multiple-reader mode on", where());
+}
+
+File File::open_live_write(const fs::path& path) {
+  silence_hdf5();
+  Handle fapl(
+      check_id(H5Pcreate(H5P_FILE_ACCESS), "create file access properties for", path.string()));
+  check(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST),
+        "select the latest file format for", path.string());
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl.id());
+  if (f < 0) fail_h5("open for live writing", path.string());
+  return File(Handle(f), path);
+}
+
+File File::open_read_live(const fs::path& path) {
+  return open(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ);
+}
+
+File File::open(const fs::path& path, unsigned flags) {
+  const bool writable = (flags & H5F_ACC_RDWR) != 0;
   silence_hdf5();
   std::error_code ec;
   if (!fs::exists(path, ec)) fail("cannot open {}: no such file", path.string());
@@ -622,13 +734,18 @@ File File::open(const fs::path& path, bool writable) {
 #endif
   if (is_hdf5 < 0) fail_h5("read", path.string());
   if (is_hdf5 == 0) fail("cannot open {}: not an HDF5 file", path.string());
-  hid_t f = H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t f = H5Fopen(path.c_str(), flags, H5P_DEFAULT);
+  if (f < 0 && (flags & H5F_ACC_SWMR_READ)) {
+    // Not written in the latest format (never live): a plain read-only open will do.
+    H5Eclear2(H5E_DEFAULT);
+    f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  }
   if (f < 0) fail_h5(writable ? "open for writing" : "open", path.string());
   return File(Handle(f), path);
 }
 
-File File::open_read(const fs::path& path) { return open(path, false); }
-File File::open_rw(const fs::path& path) { return open(path, true); }
+File File::open_read(const fs::path& path) { return open(path, H5F_ACC_RDONLY); }
+File File::open_rw(const fs::path& path) { return open(path, H5F_ACC_RDWR); }
 
 void File::flush() { check(H5Fflush(id(), H5F_SCOPE_GLOBAL), "flush", where()); }
 

@@ -28,6 +28,9 @@ namespace wit::h5 {
 
 namespace fs = std::filesystem;
 
+// "HDF5 1.10.8": the library this build links.
+std::string library_version();
+
 // Element types the typed helpers read and write, mapped to HDF5's native types in h5.cpp.
 enum class Element { U8, U32, U64, I64, F32, F64 };
 
@@ -142,6 +145,15 @@ class Dataset : public Object {
     return out;
   }
   std::vector<Digest> read_digest_rows(uint64_t first, uint64_t count) const;
+  // Rows [first, first + count) of an (n, width) dataset, row-major (width 1: a 1-D dataset).
+  template <typename T>
+  std::vector<T> read_matrix_rows(uint64_t first, uint64_t count, uint64_t width) const {
+    std::vector<T> out(count * width);
+    read_range(element_of<T>(), first, count, width, out.data());
+    return out;
+  }
+  // Columns of a 2-D dataset; 1 for a 1-D one.
+  uint64_t width() const;
 
   // Extendible datasets only (Group::create_series / create_digest_series): grows the
   // dataset by `count` rows and writes them at the end.
@@ -154,6 +166,22 @@ class Dataset : public Object {
     append(rows.data(), rows.size());
   }
   void append_digests(const std::vector<Digest>& rows);
+  // `count` rows of an (n, width) series, row-major.
+  template <typename T>
+  void append_rows(const T* rows, size_t count, uint64_t width) {
+    append_raw(element_of<T>(), rows, count, width);
+  }
+  // Fixed-length string series (Group::create_fixed_string_series); a string longer than the
+  // column's width is an error, not a truncation.
+  void append_fixed_strings(const std::vector<std::string>& rows);
+
+  // Editing in place, for repairs and for tests that tamper with a file on purpose: overwrite rows
+  // [first, first + count) of an (n, width) dataset, or change an extendible dataset's row count.
+  template <typename T>
+  void overwrite_rows(uint64_t first, const T* rows, size_t count, uint64_t width) {
+    overwrite_raw(element_of<T>(), first, rows, count, width);
+  }
+  void set_rows(uint64_t rows);
   // Pushes everything written so far to the file on disk (H5Fflush of the whole file), so that
   // a crash after this call loses nothing that was appended before it.
   void flush();
@@ -166,6 +194,7 @@ class Dataset : public Object {
   void read_all(Element type, void* out) const;
   void read_range(Element type, uint64_t first, uint64_t count, uint64_t width, void* out) const;
   void append_raw(Element type, const void* rows, size_t count, uint64_t width);
+  void overwrite_raw(Element type, uint64_t first, const void* rows, size_t count, uint64_t width);
 };
 
 class Group : public Object {
@@ -202,6 +231,15 @@ class Group : public Object {
     return create_extendible(name, element_of<T>(), 1, chunk_rows);
   }
   Dataset create_digest_series(const std::string& name, size_t chunk_rows = 1024);
+  // (n, width) of T, e.g. 16-byte fingerprints or a vector of floats per row.
+  template <typename T>
+  Dataset create_matrix_series(const std::string& name, uint64_t width, size_t chunk_rows = 1024) {
+    return create_extendible(name, element_of<T>(), width, chunk_rows);
+  }
+  // 1-D of fixed-length, null-padded UTF-8 strings of at most `width` bytes (h5py reads bytes).
+  // Unlike variable-length strings these can be appended while readers watch (SWMR).
+  Dataset create_fixed_string_series(const std::string& name, size_t width,
+                                     size_t chunk_rows = 1024);
 
   Dataset open_dataset(const std::string& name) const;
 
@@ -225,6 +263,18 @@ class File : public Group {
   static File open_read(const fs::path& path);  // read-only
   static File open_rw(const fs::path& path);    // read-write, must exist
 
+  // Live files: a single writer appends while any number of readers (this library, h5py with
+  // swmr=True) read consistent snapshots (HDF5's SWMR). create_live uses the latest file format,
+  // which SWMR needs; create every group, dataset and attribute, then start_live_writing():
+  // from then on only appends (and flushes) are allowed.
+  static File create_live(const fs::path& path);
+  void start_live_writing();
+  // Opens a file made by create_live for appending while readers watch (SWMR write).
+  static File open_live_write(const fs::path& path);
+  // Reads a file whether or not a writer still has it open, or crashed while it did (the file
+  // then still says it is being written; a plain open refuses it).
+  static File open_read_live(const fs::path& path);
+
   void flush();
   // Closes the file now (the destructor does it otherwise); objects opened from it that are
   // still alive keep it open until they go too.
@@ -233,7 +283,7 @@ class File : public Group {
 
  private:
   File(Handle h, const fs::path& path);
-  static File open(const fs::path& path, bool writable);
+  static File open(const fs::path& path, unsigned flags);
   fs::path fs_path_;
 };
 

@@ -2,14 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 
+#include "apps/wit/inspect.h"
+#include "core/error.h"
 #include "core/sha256.h"
 #include "trainer/data/prepare.h"
 #include "trainer/run_config.h"
 #include "trainer/train_loop.h"
+#include "witness/log/signing.h"
 
 namespace wit::cli {
 
@@ -75,6 +79,9 @@ void add_train(CLI::App& app) {
                   "Continue the run in this directory from its latest checkpoint, bit for bit");
   sub->add_option("--until", o->until,
                   "Stop after this many steps with a checkpoint, as if interrupted");
+  sub->add_option("--key", o->key,
+                  "Private key that signs the run's witness log (default: $WIT_SIGNING_KEY, else "
+                  "~/.config/wit/signing-key.pem, created on first use; see `wit keygen`)");
   sub->add_flag("--quiet,-q", o->quiet, "No progress lines");
   sub->footer("Config keys (YAML sections; all have defaults):\n" + run_schema().describe());
   actions()[sub] = [o, sub] {
@@ -87,6 +94,7 @@ void add_train(CLI::App& app) {
     fmt::print("run {}: {} steps, last loss {:.4f}, val loss {:.4f}\n  checkpoint {}\n",
                s.run_dir.string(), s.steps_done, s.last_loss, s.val_loss, s.checkpoint.string());
     if (!s.model_file.empty()) fmt::print("  model      {}\n", s.model_file.string());
+    fmt::print("  witness    {}\n", s.witness_log.string());
     return 0;
   };
 }
@@ -109,6 +117,69 @@ void add_config(CLI::App& app) {
     fmt::print("{}", c.to_yaml());
     return 0;
   };
+}
+
+void add_keygen(CLI::App& app) {
+  auto out = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand(
+      "keygen",
+      "Create an Ed25519 signing key pair. The private key signs the witness logs of runs "
+      "trained on this machine (`wit train --key FILE`; default $WIT_SIGNING_KEY, else "
+      "~/.config/wit/signing-key.pem). Publish the public key or its key id so that verifiers "
+      "can require logs signed by it.");
+  sub->add_option("--out,-o", *out,
+                  "Private key file, written as PKCS#8 PEM with mode 0600; the public key goes "
+                  "beside it with .pub appended (default $WIT_SIGNING_KEY, else "
+                  "~/.config/wit/signing-key.pem)")
+      ->type_name("FILE");
+  sub->footer(
+      "Keep the private key secret; anyone holding it can sign logs in your name. An existing "
+      "key is never overwritten: remove it first or choose another --out.");
+  actions()[sub] = [out] {
+    // Resolved here, not as the option's default, so `--help` works without HOME.
+    std::filesystem::path priv =
+        out->empty() ? witness::default_key_path() : std::filesystem::path(*out);
+    std::filesystem::path pub = priv;
+    pub += ".pub";
+    // Check both names first, so a refusal leaves no half of a new pair behind.
+    for (const auto& p : {priv, pub}) {
+      std::error_code ec;
+      if (std::filesystem::exists(std::filesystem::symlink_status(p, ec)))
+        fail("{} already exists; remove it first or choose another path (--out)", p.string());
+    }
+    auto key = witness::SigningKey::generate();
+    key.save(priv);
+    try {
+      key.save_public(pub);
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove(priv, ec);  // never used: a private key without its .pub is clutter
+      throw;
+    }
+    const auto& pk = key.public_key();
+    fmt::print(
+        "private key  {}  (keep it secret)\npublic key   {}\npublic hex   {}\nkey id       {}\n",
+        priv.string(), pub.string(), to_hex(pk.data(), pk.size()), witness::key_id(pk));
+    return 0;
+  };
+}
+
+void add_inspect(CLI::App& app) {
+  auto o = std::make_shared<InspectOptions>();
+  auto* sub = app.add_subcommand(
+      "inspect",
+      "Summarise a run's witness log and check it: steps, tokens, last loss, checkpoints, the "
+      "hash chain and the signatures. Works while the run trains (the log is live) and after a "
+      "crash (the log is valid up to its last complete record). Exit code 1 when the log fails "
+      "a check; every problem names its table, row and field.");
+  sub->add_option("run", o->run, "Run directory (or its witness.h5)")->required();
+  sub->add_flag("--json", o->json, "Print the summary as JSON, for programs");
+  sub->add_option("--plot", o->plot, "Also draw the training and validation loss into FILE.png")
+      ->type_name("FILE.png");
+  sub->add_option("--key", o->trusted_key,
+                  "Require every signature to be by this public key (64 hex digits or a PEM "
+                  "file such as signing-key.pem.pub)");
+  actions()[sub] = [o] { return inspect(*o); };
 }
 
 int run_selected(CLI::App& app) {

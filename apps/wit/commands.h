@@ -8,6 +8,8 @@ namespace wit::cli {
 void add_prepare(CLI::App& app);
 void add_train(CLI::App& app);
 void add_config(CLI::App& app);
+void add_inspect(CLI::App& app);
+void add_keygen(CLI::App& app);
 
 // Runs whichever subcommand the parse selected; returns the exit code.
 int run_selected(CLI::App& app);

@@ -1,0 +1,216 @@
+#include "witness/log/reader.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/h5.h"
+#include "witness/log/tables_io.h"
+
+namespace wit::witness {
+
+std::string Finding::text() const {
+  std::string where = table;
+  if (row >= 0) where += fmt::format(" row {}", row);
+  if (!field.empty()) where += ", field " + field;
+  return where + ": " + message;
+}
+
+WitnessLog read_log(const std::filesystem::path& file) {
+  h5::File f = h5::File::open_read_live(file);
+  const std::string name = file.string();
+  if (!f.has_attr("format") || f.string_attr("format") != kFormatName)
+    fail("{} is not a witness log (its root has no format = \"{}\" attribute)", name, kFormatName);
+  const int64_t version = f.int_attr("schema_version");
+  if (version != kSchemaVersion)
+    fail(
+        "{} has witness schema version {}, which this build of wit does not know (it reads "
+        "version {}){}",
+        name, version, kSchemaVersion, version > kSchemaVersion ? ": upgrade wit" : "");
+  WitnessLog log;
+  log.path = file;
+  log.meta = io::read_meta(f, log.genesis);
+  log.tables = io::read_tables(f, "", log.incomplete);
+  if (f.exists("superseded")) {
+    for (uint64_t k = 1;; ++k) {
+      const std::string g = fmt::format("superseded/{}", k);
+      if (!f.exists(g)) break;
+      log.superseded.emplace_back(g, io::read_tables(f, g + "/", log.incomplete));
+    }
+  }
+  return log;
+}
+
+Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t probes,
+               uint64_t checkpoints, uint64_t evals) {
+  Heads h;
+  h.genesis = genesis;
+  h.steps = steps;
+  h.probes = probes;
+  h.checkpoints = checkpoints;
+  h.evals = evals;
+  h.step_head = steps ? t.steps[steps - 1].hash : genesis;
+  h.probe_head = probes ? t.probes[probes - 1].hash : genesis;
+  h.checkpoint_head = checkpoints ? t.checkpoints[checkpoints - 1].hash : genesis;
+  h.eval_head = evals ? t.evals[evals - 1].hash : genesis;
+  return h;
+}
+
+namespace {
+
+// Checks one side table: steps in order, anchored to the step chain, rows chained.
+template <typename Row, typename HashFn>
+uint64_t check_side_table(const char* table, const std::vector<Row>& rows,
+                          const std::vector<StepRow>& steps, uint64_t valid_steps,
+                          const Digest& genesis, HashFn hash_of, LogReport& report) {
+  Digest prev = genesis;
+  uint64_t last_step = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    auto problem = [&](const char* field, std::string msg) {
+      report.problems.push_back({table, int64_t(i), field, std::move(msg)});
+    };
+    const uint64_t s = r.fields.step;
+    if (s < last_step)
+      return problem("step", fmt::format("step {} comes after step {}: rows are out of order", s,
+                                         last_step)),
+             i;
+    last_step = s;
+    if (s > valid_steps)
+      return problem("step", fmt::format("refers to step {} but the step chain verifies only "
+                                         "through {} steps",
+                                         s, valid_steps)),
+             i;
+    const Digest anchor = s == 0 ? genesis : steps[s - 1].hash;
+    if (r.anchor != anchor)
+      return problem("anchor", fmt::format("does not match the record hash after step {}", s)), i;
+    if (r.prev != prev)
+      return problem("prev_hash",
+                     "does not match the previous row's row_hash (a row was removed, "
+                     "inserted or reordered)"),
+             i;
+    if (hash_of(prev, anchor, r.fields) != r.hash)
+      return problem("row_hash", "does not match the row's fields (a hashed field was changed)"), i;
+    prev = r.hash;
+  }
+  return rows.size();
+}
+
+}  // namespace
+
+LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trusted_key) {
+  LogReport report;
+  const Tables& t = log.tables;
+  const Digest genesis = log.meta.genesis();
+  for (auto& f : log.incomplete) report.notes.push_back(f.text());
+  if (genesis != log.genesis) {
+    report.problems.push_back({"meta", -1, "genesis",
+                               "does not match the hash of trajectory_yaml, manifest_root and "
+                               "num_params (the run's commitments were changed)"});
+    return report;
+  }
+
+  // The step chain.
+  Digest prev = genesis;
+  uint64_t valid = 0;
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    const StepRow& r = t.steps[i];
+    auto problem = [&](const char* field, std::string msg) {
+      report.problems.push_back({"steps", int64_t(i), field, std::move(msg)});
+    };
+    if (r.fields.step != i) {
+      problem("step", fmt::format("is {}, expected {} (steps were removed, inserted or reordered)",
+                                  r.fields.step, i));
+      break;
+    }
+    if (r.prev != prev) {
+      problem("prev_hash", i == 0 ? std::string("does not match the genesis hash")
+                                  : fmt::format("does not match step {}'s record_hash", i - 1));
+      break;
+    }
+    if (record_hash(prev, r.fields) != r.hash) {
+      problem("record_hash", "does not match the row's fields (a hashed field was changed)");
+      break;
+    }
+    prev = r.hash;
+    valid = i + 1;
+  }
+  report.valid_steps = valid;
+  report.complete = valid == log.meta.total_steps;
+
+  const uint64_t probes =
+      check_side_table("fingerprints", t.probes, t.steps, valid, genesis, probe_hash, report);
+  const uint64_t ckpts = check_side_table("checkpoints", t.checkpoints, t.steps, valid, genesis,
+                                          checkpoint_hash, report);
+  const uint64_t evals =
+      check_side_table("evals", t.evals, t.steps, valid, genesis, eval_hash, report);
+
+  // Signatures: each covers a prefix of every table.
+  const std::string run_key = key_id(log.meta.public_key);
+  Heads last_signed;
+  for (size_t i = 0; i < t.signatures.size(); ++i) {
+    const SignatureRow& s = t.signatures[i];
+    auto problem = [&](const char* field, std::string msg) {
+      report.problems.push_back({"signatures", int64_t(i), field, std::move(msg)});
+    };
+    const Heads& h = s.heads;
+    if (h.steps > t.steps.size() || h.probes > t.probes.size() ||
+        h.checkpoints > t.checkpoints.size() || h.evals > t.evals.size()) {
+      problem("steps", fmt::format("covers {} steps, {} fingerprints, {} checkpoints and {} evals "
+                                   "but the log holds {}, {}, {} and {}: rows were removed",
+                                   h.steps, h.probes, h.checkpoints, h.evals, t.steps.size(),
+                                   t.probes.size(), t.checkpoints.size(), t.evals.size()));
+      continue;
+    }
+    if (h.steps > valid || h.probes > probes || h.checkpoints > ckpts || h.evals > evals) {
+      problem("steps", "covers rows that fail verification (see the problems above)");
+      continue;
+    }
+    if (head_hash(heads_of(genesis, t, h.steps, h.probes, h.checkpoints, h.evals)) != s.head) {
+      problem("head", "does not match the heads of the rows it covers");
+      continue;
+    }
+    if (s.public_key != log.meta.public_key) {
+      problem("public_key", fmt::format("signed by key {}, but the run's key (in /meta) is {}",
+                                        key_id(s.public_key), run_key));
+      continue;
+    }
+    if (trusted_key && s.public_key != *trusted_key) {
+      problem("public_key", fmt::format("signed by key {}, not by the trusted key {}",
+                                        key_id(s.public_key), key_id(*trusted_key)));
+      continue;
+    }
+    if (!verify_signature(s.public_key, signed_message(s.head), s.signature)) {
+      problem("signature", fmt::format("is not a valid Ed25519 signature of the head by key {}",
+                                       key_id(s.public_key)));
+      continue;
+    }
+    ++report.signatures_valid;
+    report.signed_steps = std::max(report.signed_steps, h.steps);
+    last_signed = h;
+  }
+  if (t.signatures.empty())
+    report.notes.push_back("no signatures: the run stopped before its first one");
+  const bool all_signed = last_signed.steps == valid && last_signed.probes == probes &&
+                          last_signed.checkpoints == ckpts && last_signed.evals == evals;
+  if (report.ok() && !all_signed) {
+    if (report.complete)
+      report.problems.push_back(
+          {"signatures", -1, "",
+           fmt::format("the run is complete ({} steps) but its last signature covers {} steps, "
+                       "{} of {} fingerprints, {} of {} checkpoints and {} of {} evals: rows were "
+                       "added after it was signed",
+                       valid, last_signed.steps, last_signed.probes, probes,
+                       last_signed.checkpoints, ckpts, last_signed.evals, evals)});
+    else if (report.signed_steps < valid)
+      report.notes.push_back(fmt::format(
+          "steps {} to {} are not signed yet (signatures come with checkpoints and at the end)",
+          report.signed_steps, valid - 1));
+  }
+  for (auto& [group, tables] : log.superseded)
+    report.notes.push_back(fmt::format(
+        "{}: {} steps from an interrupted session, replaced on resume (kept, outside the chain)",
+        group, tables.steps.size()));
+  return report;
+}
+
+}  // namespace wit::witness

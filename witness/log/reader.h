@@ -1,0 +1,105 @@
+// Reading and checking a witness log. Reading never trusts the file: a damaged, truncated or
+// tampered log is reported precisely (which table, which row, which field), never crashes.
+//
+//   WitnessLog log = read_log("runs/tiny/witness.h5");
+//   LogReport report = check_log(log);
+//   if (!report.ok()) for (auto& p : report.problems) fmt::print("{}\n", p.text());
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "witness/log/format.h"
+
+namespace wit::witness {
+
+// What /meta records about the run (and what LogWriter takes to start one).
+struct RunMeta {
+  std::string config_yaml;      // the resolved config
+  std::string trajectory_yaml;  // the part of it that decides the trajectory: the genesis covers it
+  Digest manifest_root{};
+  uint64_t num_params = 0;
+  uint64_t run_seed = 0, data_seed = 0;
+  uint64_t total_steps = 0;
+  uint64_t micro_batches = 0, micro_batch_size = 0, seq_len = 0;
+  uint64_t fingerprint_every = 0, probe_sequences = 0;
+  PublicKey public_key{};
+  // One JSON object per training session (start, then each resume): world size, layout,
+  // reduction, versions, hardware, hosts, start time. Not hashed: facts, not the trajectory.
+  std::string sessions_json = "[]";
+  std::string created;  // ISO 8601 UTC
+  Digest genesis() const { return genesis_hash(trajectory_yaml, manifest_root, num_params); }
+};
+
+// Rows as stored: the fields, plus the hashes the file claims for them.
+struct StepRow {
+  StepFields fields;
+  StepTiming timing;
+  Digest prev{}, hash{};
+};
+struct ProbeRow {
+  ProbeFields fields;
+  Digest anchor{}, prev{}, hash{};
+};
+struct CheckpointRow {
+  CheckpointFields fields;
+  Digest anchor{}, prev{}, hash{};
+};
+struct EvalRow {
+  EvalFields fields;
+  Digest anchor{}, prev{}, hash{};
+};
+
+struct Tables {
+  std::vector<StepRow> steps;
+  std::vector<ProbeRow> probes;
+  std::vector<CheckpointRow> checkpoints;
+  std::vector<EvalRow> evals;
+  std::vector<SignatureRow> signatures;
+};
+
+// One problem found in a log: where it is and what is wrong.
+struct Finding {
+  std::string table;  // "steps", "checkpoints", "signatures", "meta", …
+  int64_t row = -1;   // -1: the table as a whole
+  std::string field;  // column or attribute; empty for the row as a whole
+  std::string message;
+  std::string text() const;  // "steps row 17, field loss: …"
+};
+
+struct WitnessLog {
+  std::filesystem::path path;
+  RunMeta meta;
+  Digest genesis{};  // as stored in /meta
+  Tables tables;
+  // Rows a resume replaced (see docs/witness-format.md), by session: "superseded/1", …
+  std::vector<std::pair<std::string, Tables>> superseded;
+  // Tables whose columns have different row counts: only the complete rows were read.
+  std::vector<Finding> incomplete;
+};
+
+// Throws wit::Error (naming the file) when it is not a readable HDF5 file, is not a witness log,
+// or has a schema version this build does not know. Everything else is for check_log to judge.
+WitnessLog read_log(const std::filesystem::path& file);
+
+struct LogReport {
+  std::vector<Finding> problems;   // any: the log must not be trusted past problems.front()
+  std::vector<std::string> notes;  // facts worth knowing that are not faults
+  uint64_t valid_steps = 0;        // leading /steps rows whose chain verifies
+  uint64_t signed_steps = 0;       // steps covered by the last valid signature
+  uint64_t signatures_valid = 0;
+  bool complete = false;  // all total_steps recorded
+  bool ok() const { return problems.empty(); }
+};
+
+// Verifies the genesis, every chain, every anchor and every signature. With `trusted_key`, every
+// signature must also be that key's.
+LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trusted_key = {});
+
+// The heads after the first `steps`, `probes`, `checkpoints`, `evals` rows of `t` (as stored).
+Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t probes,
+               uint64_t checkpoints, uint64_t evals);
+
+}  // namespace wit::witness

@@ -1,0 +1,64 @@
+// Writing a run's witness log (rank 0 only). Every append is flushed before it returns, and the
+// file is live (HDF5 SWMR): `wit inspect` and h5py can read it while the run trains, and a crash
+// loses at most the row being written.
+//
+//   LogWriter w = LogWriter::create(run / kLogFileName, meta, std::move(key));
+//   w.append_step(fields, timing);            // after every step
+//   w.append_checkpoint({step, hash, path});  // after every checkpoint...
+//   w.sign();                                 // ...and a signature over the heads
+#pragma once
+
+#include <filesystem>
+
+#include "core/h5.h"
+#include "witness/log/reader.h"
+#include "witness/log/tables_io.h"
+
+namespace wit::witness {
+
+// Where a resumed run starts: the checkpoint it loaded.
+struct ResumePoint {
+  uint64_t steps_done = 0;
+  Fingerprint weights{};        // sketch of the loaded parameters
+  CheckpointFields checkpoint;  // the checkpoint loaded (ignored when steps_done is 0)
+};
+
+class LogWriter {
+ public:
+  // Starts the log of a new run; `file` must not exist. The log is signed at once (the genesis).
+  static LogWriter create(const std::filesystem::path& file, const RunMeta& meta, SigningKey key);
+
+  // Continues the log of a run resumed at `at`. The log must verify through that point, belong to
+  // the same trajectory (genesis) and key, and agree with the checkpoint (weights fingerprint,
+  // state hash). Rows past the resume point, left by the interrupted session, move to
+  // /superseded/<k>: kept, outside the chain. `meta.sessions_json` holds the new session only;
+  // it is appended to the log's list. The file is rewritten to a temporary and renamed into
+  // place, so a failure leaves the old log as it was.
+  static LogWriter resume(const std::filesystem::path& file, const RunMeta& meta, SigningKey key,
+                          const ResumePoint& at);
+
+  void append_step(const StepFields& fields, const StepTiming& timing);
+  void append_probe(const ProbeFields& fields);
+  void append_checkpoint(const CheckpointFields& fields);
+  void append_eval(const EvalFields& fields);
+  // Signs the current heads (skipped when the last signature already covers them).
+  void sign();
+
+  const Heads& heads() const { return heads_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  LogWriter(const std::filesystem::path& file, SigningKey key, const Heads& heads,
+            const SignatureRow* last_signature);
+  template <typename Row, typename Fields, typename HashFn, typename AppendFn>
+  void append_side(const Fields& f, Digest& head, uint64_t& rows, HashFn hash_fn, AppendFn append);
+  std::filesystem::path path_;
+  SigningKey key_;
+  h5::File file_;
+  io::TableColumns columns_;
+  Heads heads_;
+  Heads signed_{};  // what the last signature covers
+  bool any_signature_ = false;
+};
+
+}  // namespace wit::witness

@@ -29,8 +29,20 @@ class Replicated final : public Engine {
     if (!comm_.is_root()) return 0.0f;  // replicated: rank 0 alone evaluates
     return wit::evaluate(model_, val, T, b, batches);
   }
-  void save(const std::filesystem::path& file, const CheckpointInfo& info) override {
-    if (comm_.is_root()) save_checkpoint(file, info, model_.flat_params(), opt_.m, opt_.v);
+  witness::ProbeFields probe(const MicroBatch& batch) override {
+    if (!comm_.is_root()) return {};
+    torch::NoGradGuard no_grad;
+    return probe_outputs(model_.logits(batch.x), batch.y, opt_.step);
+  }
+  witness::Fingerprint weight_fingerprint() override {
+    const int64_t P = model_.num_params();
+    const auto [lo, hi] = sketch_slice(P, comm_.rank(), comm_.size());
+    const float* p = model_.flat_params().data_ptr<float>();
+    return sum_sketches(witness::sketch_weights(p + lo, lo, hi - lo), comm_).bytes();
+  }
+  Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
+    if (!comm_.is_root()) return {};
+    return save_checkpoint(file, info, model_.flat_params(), opt_.m, opt_.v);
   }
   void export_model(const std::filesystem::path& file,
                     const std::map<std::string, std::string>& metadata) override {
@@ -70,14 +82,24 @@ class Sharded final : public Engine {
   float evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) override {
     return model_.evaluate(val, T, b, batches);
   }
+  witness::ProbeFields probe(const MicroBatch& batch) override {
+    auto logits = model_.logits(batch.x);  // every rank takes part in the gathers
+    if (!comm_.is_root()) return {};
+    return probe_outputs(logits, batch.y, opt_.step);
+  }
+  witness::Fingerprint weight_fingerprint() override {
+    const auto& L = model_.layout();
+    const float* shard = model_.params_shard().data_ptr<float>();
+    return sum_sketches(witness::sketch_weights(shard, L.begin, L.owned()), comm_).bytes();
+  }
   // Shards stream through rank 0 into the one canonical file: params of ranks 0..N−1, then m,
   // then v. Rank 0 holds one shard at a time.
-  void save(const std::filesystem::path& file, const CheckpointInfo& info) override {
+  Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
     const auto& L = model_.layout();
     const torch::Tensor* parts[3] = {&model_.params_shard(), &opt_.m, &opt_.v};
     if (!comm_.is_root()) {
       for (auto* t : parts) comm_.send(t->data_ptr<float>(), size_t(L.shard_size) * 4, 0);
-      return;
+      return {};
     }
     CheckpointInfo i = info;
     i.num_params = L.num_params;
@@ -97,7 +119,7 @@ class Sharded final : public Engine {
         const torch::Tensor& t = r == 0 ? *parts[k] : shards[size_t(r)][size_t(k)];
         w.write(t.data_ptr<float>(), n);
       }
-    w.finish();
+    return w.finish();
   }
   void export_model(const std::filesystem::path& file,
                     const std::map<std::string, std::string>& metadata) override {

@@ -29,8 +29,13 @@ class Engine {
   // Collective where the layout needs it; the value is meaningful on rank 0.
   virtual float evaluate(const data::TokenStream& val, int64_t seq_len, int64_t micro_batch_size,
                          int64_t batches) = 0;
-  // Collective: the whole state into one file, written by rank 0.
-  virtual void save(const std::filesystem::path& file, const CheckpointInfo& info) = 0;
+  // The behavioural fingerprint on the probe batch (collective where the layout needs it; the
+  // value is meaningful on rank 0).
+  virtual witness::ProbeFields probe(const MicroBatch& batch) = 0;
+  // The weight sketch of the current parameters (collective; every rank gets it).
+  virtual witness::Fingerprint weight_fingerprint() = 0;
+  // Collective: the whole state into one file, written by rank 0, which gets the state hash.
+  virtual Digest save(const std::filesystem::path& file, const CheckpointInfo& info) = 0;
   // Collective: the final weights as safetensors, written by rank 0.
   virtual void export_model(const std::filesystem::path& file,
                             const std::map<std::string, std::string>& metadata) = 0;

@@ -40,6 +40,13 @@ const config::Schema& run_schema() {
     s.add_string("dist", "mode", "ddp",
                  "several processes: ddp (full state on every rank) or fsdp (sharded)",
                  {"ddp", "fsdp"});
+
+    s.add_int("witness", "fingerprint_every", 100,
+              "steps between behavioural fingerprints (model outputs on the probe batch; "
+              "also after the last step)",
+              1, 1e12);
+    s.add_int("witness", "probe_sequences", 4,
+              "held-out sequences of data.seq_len tokens in the probe batch", 1, 4096);
     return s;
   }();
   return schema;
@@ -74,6 +81,8 @@ RunConfig run_config_from(const config::Config& c) {
   r.optim.eps = c.get_float("optim.eps");
   r.optim.grad_clip = c.get_float("optim.grad_clip");
   r.dist_mode = c.get_string("dist.mode");
+  r.witness.fingerprint_every = c.get_int("witness.fingerprint_every");
+  r.witness.probe_sequences = c.get_int("witness.probe_sequences");
 
   if (r.model.n_embd % r.model.n_head != 0)
     fail("model.n_embd = {} must be divisible by model.n_head = {}", r.model.n_embd,
@@ -84,6 +93,15 @@ RunConfig run_config_from(const config::Config& c) {
     fail("optim.min_lr = {} exceeds optim.lr = {}", r.optim.min_lr, r.optim.lr);
   if (r.data.dir.empty()) fail("data.dir is empty: name a directory made by `wit prepare`");
   return r;
+}
+
+std::string trajectory_yaml(const config::Config& c) {
+  // Where the data lives, how the work is spread, and what is logged when do not change a bit
+  // of the trajectory: a replay elsewhere, at another world size, has the same genesis.
+  std::vector<std::string> exclude = resume_mutable_keys();
+  exclude.push_back("data.dir");
+  exclude.push_back("witness.");
+  return c.to_yaml(exclude);
 }
 
 const std::vector<std::string>& resume_mutable_keys() {

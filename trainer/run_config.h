@@ -30,12 +30,19 @@ struct TrainConfig {
   int64_t checkpoint_every = 100;
 };
 
+// What the witness log records besides the steps (trainer/train_loop.cpp, witness/log/).
+struct WitnessConfig {
+  int64_t fingerprint_every = 100;
+  int64_t probe_sequences = 4;
+};
+
 struct RunConfig {
   model::GPTConfig model;
   DataConfig data;
   TrainConfig train;
   optim::AdamWConfig optim;
   std::string dist_mode = "ddp";  // ddp: replicated state; fsdp: sharded state (ZeRO-3)
+  WitnessConfig witness;
   int64_t tokens_per_step() const {
     return train.micro_batches * train.micro_batch_size * data.seq_len;
   }
@@ -44,6 +51,9 @@ struct RunConfig {
 const config::Schema& run_schema();
 // Builds the structs and checks what single keys cannot: relations between keys.
 RunConfig run_config_from(const config::Config& c);
+// The config as the witness log's genesis commits to it: every key that decides the trajectory
+// (not data.dir, dist.*, logging, evaluation, checkpoint or witness schedules).
+std::string trajectory_yaml(const config::Config& c);
 // Keys that may change on --resume without changing the training trajectory.
 const std::vector<std::string>& resume_mutable_keys();
 

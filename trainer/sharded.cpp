@@ -88,23 +88,26 @@ torch::Tensor ShardedGPT::gather_all() {
   return full;
 }
 
-float ShardedGPT::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) {
+torch::Tensor ShardedGPT::logits(const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
   model::Dropout none{0.0, false, std::nullopt};
   const size_t last = units_.size() - 1;
+  auto emb = model::unit_tensors(specs_, units_[0], gather_unit(0));
+  auto x = model::gpt_embed(cfg_, emb[0], emb[1], idx, none);
+  for (size_t u = 1; u < last; ++u)
+    x = model::gpt_block(cfg_, x, model::unit_tensors(specs_, units_[u], gather_unit(u)), mask_,
+                         none);
+  auto lnf = model::unit_tensors(specs_, units_[last], gather_unit(last));
+  emb = model::unit_tensors(specs_, units_[0], gather_unit(0));
+  return model::gpt_head_logits(cfg_, x, lnf[0], lnf[1], emb[0]);
+}
+
+float ShardedGPT::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) {
+  torch::NoGradGuard no_grad;
   double total = 0.0;
   for (int64_t k = 0; k < batches; ++k) {
     const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
-    auto emb = model::unit_tensors(specs_, units_[0], gather_unit(0));
-    auto x = model::gpt_embed(cfg_, emb[0], emb[1], mb.x, none);
-    for (size_t u = 1; u < last; ++u)
-      x = model::gpt_block(cfg_, x, model::unit_tensors(specs_, units_[u], gather_unit(u)), mask_,
-                           none);
-    auto lnf = model::unit_tensors(specs_, units_[last], gather_unit(last));
-    emb = model::unit_tensors(specs_, units_[0], gather_unit(0));
-    total += double(
-        model::cross_entropy_mean(model::gpt_head_logits(cfg_, x, lnf[0], lnf[1], emb[0]), mb.y)
-            .value);
+    total += double(model::cross_entropy_mean(logits(mb.x), mb.y).value);
   }
   return float(total / double(batches));
 }
@@ -138,10 +141,11 @@ StepRecord train_step_sharded(ShardedGPT& model, OptimizerState& opt, const Step
   const BatchSource& data = *ctx.data;
   dist::Communicator& comm = *ctx.comm;
   const auto& cfg = model.config();
-  const int64_t M = data.micro_batches(), b = data.micro_batch_size(), T = data.seq_len();
+  const int64_t M = data.micro_batches();
   const int64_t N = comm.size(), rounds = M / N;
   const size_t last = model.units().size() - 1;
   StepRecord rec = begin_step(data, opt.step, ctx);
+  std::vector<MicroBatchWitness> witnessed;
 
   auto round_sum = make_canonical_sum<torch::Tensor>(
       rounds, [&pool](torch::Tensor& acc, const torch::Tensor& x) {
@@ -151,9 +155,7 @@ StepRecord train_step_sharded(ShardedGPT& model, OptimizerState& opt, const Step
   std::vector<double> my_losses;
   for (int64_t j = 0; j < rounds; ++j) {
     const int64_t i = j * N + comm.rank();
-    const MicroBatch mb = to_micro_batch(data.micro_batch_tokens(opt.step, i), b, T);
-    auto gen =
-        at::make_generator<at::CPUGeneratorImpl>(micro_batch_seed(ctx.run_seed, opt.step, i));
+    auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed);
     torch::Tensor acc = pool.take();
 
     // Forward without a graph, keeping each unit's input and the generator at its start.
@@ -237,9 +239,12 @@ StepRecord train_step_sharded(ShardedGPT& model, OptimizerState& opt, const Step
   std::vector<optim::DecaySegment> segs;
   for (auto s : decay_segments_of(model.specs()))
     segs.push_back({s.begin - L.begin, s.end - L.begin, s.decay});
-  finish_step(rec, optim::norm_from_partials(partials), g.data_ptr<float>(), L.owned(),
-              model.params_shard().data_ptr<float>(), opt, segs);
+  float* shard = model.params_shard().data_ptr<float>();
+  finish_step(rec, optim::norm_from_partials(partials), g.data_ptr<float>(), L.owned(), shard, opt,
+              segs);
   pool.give(std::move(g));
+  if (ctx.witness)
+    seal_record(rec, witnessed, witness::sketch_weights(shard, L.begin, L.owned()), M, comm);
   return rec;
 }
 

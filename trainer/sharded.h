@@ -49,6 +49,8 @@ class ShardedGPT {
   torch::Tensor gather_unit(size_t unit);
   // Reduce-scatters a unit's full gradient and adds this rank's part into `shard_acc` (S,).
   void reduce_unit_grad(size_t unit, torch::Tensor& unit_grad, torch::Tensor& shard_acc);
+  // Logits (B, T, V) without dropout, the same bits as GPT::logits (collective).
+  torch::Tensor logits(const torch::Tensor& idx);
   // Mean validation loss over the same batches as evaluate() (collective: every rank calls it).
   float evaluate(const data::TokenStream& val, int64_t seq_len, int64_t micro_batch_size,
                  int64_t batches);

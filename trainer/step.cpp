@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cstring>
 #include <functional>
 
 #include "core/error.h"
@@ -96,15 +97,92 @@ StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& 
   rec.step = step;
   rec.tokens = data.micro_batches() * data.micro_batch_size() * data.seq_len();
   rec.hyper = optim::hyper_at(ctx.optim, step, ctx.total_steps);
-  Sha256 batch_hash, rng_hash;
-  for (int64_t i = 0; i < data.micro_batches(); ++i) {
-    const auto tokens = data.micro_batch_tokens(step, i);
-    batch_hash.update(tokens.data(), tokens.size() * sizeof(uint16_t));
-    rng_hash.update_u64(micro_batch_seed(ctx.run_seed, step, i));
-  }
-  rec.batch_hash = batch_hash.finish();
-  rec.rng_commitment = rng_hash.finish();
   return rec;
+}
+
+PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int64_t micro,
+                                       std::vector<MicroBatchWitness>& witnessed) {
+  const BatchSource& data = *ctx.data;
+  const auto tokens = data.micro_batch_tokens(step, micro);
+  const uint64_t seed = micro_batch_seed(ctx.run_seed, step, micro);
+  if (ctx.witness)
+    witnessed.push_back({micro, witness::micro_batch_hash(tokens.data(), tokens.size()), seed});
+  return {to_micro_batch(tokens, data.micro_batch_size(), data.seq_len()),
+          at::make_generator<at::CPUGeneratorImpl>(seed)};
+}
+
+std::pair<int64_t, int64_t> sketch_slice(int64_t P, int rank, int world) {
+  return {P * rank / world, P * (rank + 1) / world};
+}
+
+witness::WeightSketch sum_sketches(const witness::WeightSketch& mine, dist::Communicator& comm) {
+  std::vector<witness::WeightSketch> all(size_t(comm.size()));
+  comm.all_gather_bytes(&mine, sizeof mine, all.data());
+  witness::WeightSketch sum;
+  for (auto& s : all) sum += s;
+  return sum;
+}
+
+void seal_record(StepRecord& rec, const std::vector<MicroBatchWitness>& mine,
+                 const witness::WeightSketch& my_weights, int64_t M, dist::Communicator& comm) {
+  // One message per rank: its sketch, then (index, hash, seed) per micro-batch. Every rank holds
+  // M/N micro-batches, so the messages are the same size.
+  struct Fact {
+    uint64_t index;
+    Digest hash;
+    uint64_t seed;
+  };
+  const size_t per_rank = sizeof(witness::WeightSketch) + mine.size() * sizeof(Fact);
+  std::vector<uint8_t> out(per_rank), all(per_rank * size_t(comm.size()));
+  std::memcpy(out.data(), &my_weights, sizeof my_weights);
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const Fact f{uint64_t(mine[k].index), mine[k].tokens_hash, mine[k].seed};
+    std::memcpy(out.data() + sizeof my_weights + k * sizeof(Fact), &f, sizeof f);
+  }
+  comm.all_gather_bytes(out.data(), per_rank, all.data());
+
+  std::vector<Digest> hashes(static_cast<size_t>(M));
+  std::vector<uint64_t> seeds(static_cast<size_t>(M));
+  std::vector<bool> seen(static_cast<size_t>(M), false);
+  witness::WeightSketch weights;
+  for (int r = 0; r < comm.size(); ++r) {
+    const uint8_t* msg = all.data() + size_t(r) * per_rank;
+    witness::WeightSketch s;
+    std::memcpy(&s, msg, sizeof s);
+    weights += s;
+    for (size_t k = 0; k < mine.size(); ++k) {
+      Fact f;
+      std::memcpy(&f, msg + sizeof s + k * sizeof(Fact), sizeof f);
+      WIT_CHECK(f.index < uint64_t(M) && !seen[f.index], "rank {} reported micro-batch {}", r,
+                f.index);
+      seen[f.index] = true;
+      hashes[f.index] = f.hash;
+      seeds[f.index] = f.seed;
+    }
+  }
+  rec.batch_hash = witness::batch_hash(hashes);
+  rec.rng_commitment = witness::rng_commitment(seeds);
+  rec.weight_fingerprint = weights.bytes();
+}
+
+witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Tensor& y,
+                                   int64_t steps_done) {
+  torch::NoGradGuard no_grad;
+  const int64_t S = y.size(0), T = y.size(1);
+  auto logp = torch::log_softmax(logits, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1).contiguous();
+  auto argmax = logits.argmax(-1).to(torch::kInt64).contiguous();
+  const float* lp = logp.data_ptr<float>();
+  const int64_t* am = argmax.data_ptr<int64_t>();
+  witness::ProbeFields f;
+  f.step = uint64_t(steps_done);
+  for (int64_t s = 0; s < S; ++s) {
+    double sum = 0;  // left to right: a fixed order whatever the thread count
+    for (int64_t t = 0; t < T; ++t) sum += double(lp[s * T + t]);
+    f.mean_logprob.push_back(float(sum / double(T)));
+  }
+  std::vector<uint16_t> tokens(am, am + S * T);
+  f.argmax_digest = witness::probe_argmax_digest(tokens);
+  return f;
 }
 
 void finish_step(StepRecord& rec, double grad_norm, float* g, int64_t n, float* params,
@@ -120,12 +198,13 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
                       GradientPool& pool) {
   WIT_CHECK(ctx.data, "step context without data");
   const BatchSource& data = *ctx.data;
-  const int64_t M = data.micro_batches(), b = data.micro_batch_size(), T = data.seq_len();
+  const int64_t M = data.micro_batches();
   auto single = dist::make_single_process();
   dist::Communicator& comm = ctx.comm ? *ctx.comm : *single;
   const int64_t N = comm.size(), B = M / N, first = comm.rank() * B;
   WIT_CHECK(M % N == 0, "{} micro-batches over {} ranks", M, N);
   StepRecord rec = begin_step(data, opt.step, ctx);
+  std::vector<MicroBatchWitness> witnessed;
 
   bool arithmetic = true;  // off while the sum only does its bookkeeping (see below)
   auto add_grads = [&pool, &arithmetic](torch::Tensor& acc, const torch::Tensor& x) {
@@ -136,9 +215,7 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   auto loss_sum = make_canonical_sum<double>(B, [](double& acc, const double& x) { acc += x; });
   // This rank's aligned block of micro-batches: a subtree of the canonical tree.
   for (int64_t i = first; i < first + B; ++i) {
-    const MicroBatch mb = to_micro_batch(data.micro_batch_tokens(opt.step, i), b, T);
-    auto gen =
-        at::make_generator<at::CPUGeneratorImpl>(micro_batch_seed(ctx.run_seed, opt.step, i));
+    auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed);
     torch::Tensor grad = pool.take();
     model.bind_grads(grad);
     if (N == 1 || i + 1 < first + B) {
@@ -171,9 +248,14 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
   const int64_t P = model.num_params();
   g.narrow(0, 0, P).mul_(1.0 / double(M));
   float* gp = g.data_ptr<float>();
-  finish_step(rec, optim::grad_norm(gp, P), gp, P, model.flat_params().data_ptr<float>(), opt,
-              decay_segments(model));
+  float* params = model.flat_params().data_ptr<float>();
+  finish_step(rec, optim::grad_norm(gp, P), gp, P, params, opt, decay_segments(model));
   pool.give(std::move(g));
+  if (ctx.witness) {
+    // Each rank sketches its slice of the (replicated) parameters; the sum is the whole sketch.
+    const auto [lo, hi] = sketch_slice(P, comm.rank(), comm.size());
+    seal_record(rec, witnessed, witness::sketch_weights(params + lo, lo, hi - lo), M, comm);
+  }
   return rec;
 }
 

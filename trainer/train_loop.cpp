@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -20,6 +22,8 @@
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
+#include "trainer/witnessing.h"
+#include "witness/log/writer.h"
 
 namespace wit {
 
@@ -40,6 +44,10 @@ double measure_matmul_flops(int reps) {
 }
 
 namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
@@ -154,6 +162,9 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
         "rounds of {} micro-batches must be subtrees of the canonical sum",
         rc.train.micro_batches, comm.size());
   const fs::path& dir = run.run_dir;
+  // The key first: a run that could not sign its log must not start.
+  std::optional<witness::SigningKey> key;
+  if (is_root) key = training_key(opts.key, quiet);
   set_compute_threads(int(rc.train.threads));
   keep_freed_memory();
   if (torch::cuda::is_available()) {
@@ -176,9 +187,11 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   auto engine = make_engine(rc.dist_mode, rc.model, comm);
   const std::string config_yaml = run.cfg.to_yaml();
   fs::path last_ckpt;
+  Digest loaded_state{};
   if (opts.resume) {
     if (auto ck = latest_checkpoint(dir)) {
       const CheckpointInfo info = read_checkpoint_info(*ck);
+      loaded_state = info.state_hash;
       auto saved = config::Config::parse(info.config_yaml, ck->string(), run_schema());
       std::vector<std::string> diffs;
       for (auto& d : saved.differences(run.cfg, {})) {
@@ -212,6 +225,43 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
 
   const int64_t total = rc.train.steps;
   auto steps_done = [&] { return engine->steps_done(); };
+
+  // The witness log: created with the run, continued on resume, never written by a resume of a
+  // finished run.
+  const fs::path log_file = dir / witness::kLogFileName;
+  const bool finished_already =
+      opts.resume && steps_done() == total && fs::exists(dir / "model.safetensors");
+  const std::string session = session_json(comm, rc, engine->layout(), steps_done());
+  witness::Fingerprint loaded_weights{};
+  if (!last_ckpt.empty()) loaded_weights = engine->weight_fingerprint();
+  std::optional<witness::LogWriter> log;
+  if (is_root && !finished_already) {
+    const auto meta = run_meta(run.cfg, rc, root, engine->num_params(), key->public_key(), session);
+    if (opts.resume) {
+      const witness::ResumePoint at{
+          uint64_t(steps_done()),
+          loaded_weights,
+          {uint64_t(steps_done()), loaded_state, checkpoint_path({}, steps_done()).string()}};
+      log.emplace(witness::LogWriter::resume(log_file, meta, std::move(*key), at));
+    } else {
+      log.emplace(witness::LogWriter::create(log_file, meta, std::move(*key)));
+    }
+  }
+  // Appends to the log; a failure (disk full, say) stops the run saying what it leaves behind.
+  auto record = [&](const std::function<void(witness::LogWriter&)>& write) {
+    if (!log) return;
+    try {
+      write(*log);
+    } catch (const std::exception& e) {
+      fail(
+          "cannot write the witness log {}: {}; the run stops here, the log is valid through its "
+          "last complete record and `wit train --resume {}` continues from the last checkpoint",
+          log_file.string(), e.what(), dir.string());
+    }
+  };
+  const MicroBatch probe_batch = to_micro_batch(
+      eval_batch_tokens(dataset.val(), rc.data.seq_len, rc.witness.probe_sequences, 0),
+      rc.witness.probe_sequences, rc.data.seq_len);
   const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
   const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
   const double peak = measure_matmul_flops();
@@ -232,19 +282,32 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
 
   MetricsFile metrics(dir / "metrics.jsonl", is_root);
   StepContext ctx{&batches, rc.optim, total, rc.train.seed, &comm};
-  TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, is_root};
+  TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, log_file, is_root};
   int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
 
   auto checkpoint = [&] {  // collective
     summary.checkpoint = checkpoint_path(dir, steps_done());
-    engine->save(summary.checkpoint,
-                 CheckpointInfo{steps_done(), engine->num_params(), config_yaml, root, {}});
+    const Digest state =
+        engine->save(summary.checkpoint,
+                     CheckpointInfo{steps_done(), engine->num_params(), config_yaml, root, {}});
     saved_step = steps_done();
+    record([&](witness::LogWriter& w) {
+      w.append_checkpoint(
+          {uint64_t(steps_done()), state, checkpoint_path({}, steps_done()).string()});
+      w.sign();
+    });
+  };
+  auto fingerprint = [&] {  // collective
+    const witness::ProbeFields f = engine->probe(probe_batch);
+    record([&](witness::LogWriter& w) { w.append_probe(f); });
   };
   auto eval = [&] {  // collective
     const float val = engine->evaluate(dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
                                        rc.train.eval_batches);
     if (!is_root) return;
+    record([&](witness::LogWriter& w) {
+      w.append_eval({uint64_t(steps_done()), "val", "loss", val});
+    });
     metrics.write({{"step", steps_done()}, {"val_loss", val}});
     if (!quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", steps_done(), total, val);
     summary.val_loss = val;
@@ -256,7 +319,12 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   const int64_t first_step = steps_done();
   while (steps_done() < stop) {
     maybe_inject_fault(comm.rank(), steps_done());
+    const auto step_start = Clock::now();
     const StepRecord rec = engine->step(ctx);
+    const double step_secs = std::chrono::duration<double>(Clock::now() - step_start).count();
+    record([&](witness::LogWriter& w) {
+      w.append_step(step_fields(rec), {unix_now(), step_secs});
+    });
     if (!std::isfinite(rec.loss))
       fail("loss became {} at step {}: lower optim.lr or check the data", rec.loss, rec.step);
     summary.last_loss = rec.loss;
@@ -285,6 +353,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
       window_start = Clock::now();
       window_tokens = 0;
     }
+    if (steps_done() % rc.witness.fingerprint_every == 0 || steps_done() == total) fingerprint();
     if (rc.train.eval_every > 0 && steps_done() % rc.train.eval_every == 0 && steps_done() != total)
       eval();
     if (rc.train.checkpoint_every > 0 && steps_done() % rc.train.checkpoint_every == 0 && !last)
@@ -301,6 +370,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     if (!quiet) fmt::print("run {} was already complete\n", dir.string());
   } else if (steps_done() == total) {
     eval();
+    record([&](witness::LogWriter& w) { w.sign(); });
     summary.model_file = model_file;
     engine->export_model(model_file, {{"format", "pt"},
                                       {"wit.step", std::to_string(steps_done())},

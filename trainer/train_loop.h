@@ -16,6 +16,9 @@ struct TrainOptions {
   bool resume = false;
   int64_t until = -1;  // stop after this many steps, checkpointed, as if interrupted
   bool quiet = false;  // no progress lines
+  // Private key that signs the witness log; empty: witness::default_key_path(), created on
+  // first use.
+  std::filesystem::path key;
 };
 
 struct TrainSummary {
@@ -25,7 +28,8 @@ struct TrainSummary {
   float val_loss = 0;
   std::filesystem::path checkpoint;
   std::filesystem::path model_file;  // empty unless the run finished
-  bool is_root = true;               // rank 0 of the job (prints the summary)
+  std::filesystem::path witness_log;
+  bool is_root = true;  // rank 0 of the job (prints the summary)
 };
 
 TrainSummary train(const TrainOptions& opts);

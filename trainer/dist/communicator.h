@@ -21,6 +21,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string backend() const = 0;
+  // The communication library and its version, for the witness log ("" for a single process).
+  virtual std::string library_version() const { return ""; }
 
   // data: n floats on every rank, n divisible by size(). Afterwards block rank() (n/size
   // elements starting at rank()·n/size) holds the canonical-tree sum over ranks of that block;

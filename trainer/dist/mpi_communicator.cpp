@@ -53,6 +53,13 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
+  std::string library_version() const override {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    std::string v(text, size_t(std::max(len, 0)));
+    return v.substr(0, v.find_first_of(",\n"));  // "Open MPI v4.1.4"
+  }
   bool supports_helper_thread() const override { return threads_ok_; }
 
   void reduce_scatter_canonical_v(float* data, const std::vector<int64_t>& counts) override {

@@ -57,6 +57,11 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
+  std::string library_version() const override {
+    int v = 0;
+    ncclGetVersion(&v);
+    return "NCCL " + std::to_string(v);
+  }
 
   void reduce_scatter_canonical_v(float* data, const std::vector<int64_t>& counts) override {
     const auto start = block_starts(counts, size_);

@@ -1,0 +1,31 @@
+// What the training loop hands the witness log: the run's /meta (config commitments, versions,
+// hardware, hosts), the signing key, and each step's record as log fields.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "core/config.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/run_config.h"
+#include "trainer/step.h"
+#include "witness/log/reader.h"
+#include "witness/log/signing.h"
+
+namespace wit {
+
+// The signing key of `wit train`: `explicit_key` if given (it must exist), else the default key
+// (witness::default_key_path()), created on first use with a note on stdout.
+witness::SigningKey training_key(const std::filesystem::path& explicit_key, bool quiet);
+
+// This session's facts as one JSON object (collective: host names are gathered from every rank).
+std::string session_json(dist::Communicator& comm, const RunConfig& rc, const std::string& layout,
+                         int64_t first_step);
+
+witness::RunMeta run_meta(const config::Config& cfg, const RunConfig& rc,
+                          const Digest& manifest_root, int64_t num_params,
+                          const witness::PublicKey& key, const std::string& session);
+
+witness::StepFields step_fields(const StepRecord& r);
+
+}  // namespace wit

@@ -254,9 +254,9 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
       write(*log);
     } catch (const std::exception& e) {
       fail(
-          "cannot write the witness log {}: {}; the run stops here, the log is valid through its "
-          "last complete record and `wit train --resume {}` continues from the last checkpoint",
-          log_file.string(), e.what(), dir.string());
+          "cannot write the witness log: {}; the run stops here, and `wit train --resume {}` "
+          "continues it from the last checkpoint once the cause is fixed",
+          e.what(), dir.string());
     }
   };
   const MicroBatch probe_batch = to_micro_batch(

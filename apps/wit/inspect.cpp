@@ -47,6 +47,13 @@ json summary(const witness::WitnessLog& log, const witness::LogReport& r) {
   j["complete"] = r.complete;
   j["tokens"] = tokens;
   j["head"] = t.steps.empty() ? to_hex(log.genesis) : to_hex(t.steps.back().hash);
+  // Every table's last row hash: equal heads mean equal tables, row for row.
+  const witness::Heads h = witness::heads_of(log.genesis, t, t.steps.size(), t.probes.size(),
+                                             t.checkpoints.size(), t.evals.size());
+  j["heads"] = {{"steps", to_hex(h.step_head)},
+                {"fingerprints", to_hex(h.probe_head)},
+                {"checkpoints", to_hex(h.checkpoint_head)},
+                {"evals", to_hex(h.eval_head)}};
   if (!t.steps.empty()) {
     j["last_loss"] = t.steps.back().fields.loss;
     j["last_step"] = t.steps.back().fields.step;

@@ -2,6 +2,8 @@
 # After K steps, the state (parameters, AdamW moments, step) is bitwise identical for 1, 2 and 4
 # processes, DDP and FSDP, and for a run saved at 4 processes FSDP and resumed at 2 (DDP) and at 1.
 # Checkpoints end with the canonical state hash (trainer/checkpoint.h): equal hashes, equal state.
+# The witness logs agree too: the same record hashes (the chain heads of /steps, /fingerprints,
+# /checkpoints and /evals), and each log verifies.
 # Usage: world_size_invariance.sh WIT_BINARY SOURCE_DIR
 set -euo pipefail
 wit=$1
@@ -10,13 +12,15 @@ work=$(mktemp -d /tmp/wit-world-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mpirun="mpirun --oversubscribe --bind-to none -np"
+export WIT_SIGNING_KEY="$work/signing-key.pem"
+"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
 
 "$wit" prepare --out "$work/data" >/dev/null
 sets=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32 --set model.context=32
       --set model.dropout=0.1 --set data.dir="$work/data" --set data.seq_len=16
       --set train.steps=6 --set train.micro_batches=4 --set train.micro_batch_size=2
       --set train.threads=1 --set train.checkpoint_every=3 --set train.eval_every=0
-      --set train.log_every=1
+      --set train.log_every=1 --set witness.fingerprint_every=2
       --set optim.warmup_steps=1)
 cfg="$src/configs/tiny.yaml"
 
@@ -42,6 +46,23 @@ for run in n2 n4 f2 f4 r r1; do
     echo "DIFFERS: $run vs n1"
     status=1
   fi
+done
+# The witness logs: same heads (hence the same rows), each one verified by `wit inspect`.
+heads() { "$wit" inspect "$1" --json | sed -n '/"heads"/,/}/p' | tr -d ' \n'; }
+ref=$(heads "$work/n1")
+[ -n "$ref" ] || { echo "DIFFERS: no heads in n1's witness log"; status=1; }
+for run in n2 n4 f2 f4 r r1; do
+  if [ "$(heads "$work/$run")" = "$ref" ]; then
+    echo "same witness chain: $run"
+  else
+    echo "DIFFERS: witness chain of $run vs n1"
+    status=1
+  fi
+done
+# The shared key (WIT_SIGNING_KEY) signed every log: a reader that trusts it accepts them all.
+for run in n1 n2 n4 f2 f4 r r1; do
+  "$wit" inspect "$work/$run" --key "$WIT_SIGNING_KEY.pub" >/dev/null ||
+    { echo "DIFFERS: $run's witness log does not verify"; status=1; }
 done
 # The metrics agree too (loss, gradient norm, lr as logged), all but the timings.
 strip() { sed -E 's/"(mfu|tokens_per_s)":[0-9.eE+-]+,?//g' "$1"; }

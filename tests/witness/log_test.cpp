@@ -525,8 +525,32 @@ TEST(WitnessLogResume, RowsPastTheCheckpointAreSuperseded) {
   EXPECT_EQ(log.superseded[0].second.steps.size(), 3u);
   EXPECT_EQ(log.superseded[0].second.steps[0].fields.step, 4u);
   EXPECT_EQ(log.superseded[0].second.probes.size(), 1u);
-  EXPECT_TRUE(contains(r.notes.back(), "superseded/1: 3 steps"));
+  EXPECT_TRUE(contains(r.notes.back(), "superseded/1: 3 step(s)"));
   EXPECT_EQ(sessions_in(log.meta.sessions_json), 2);
+}
+
+// The run died after writing a checkpoint but before logging it: the resume logs it.
+TEST(WitnessLogResume, LogsACheckpointWrittenButNotRecorded) {
+  LogRun run;
+  const auto key_file = run.save_key();
+  {
+    LogWriter w = LogWriter::create(run.file, test_meta(run.key), SigningKey::load(key_file));
+    record(w, 0, 6);
+  }
+  {
+    LogWriter w = LogWriter::resume(
+        run.file, test_meta(run.key), SigningKey::load(key_file),
+        {6, step_fields(5).weight_fingerprint, {6, sha256("state 6"), ckpt_path(6)}});
+    record(w, 6, kSteps);
+    w.sign();
+  }
+  WitnessLog log = read_log(run.file);
+  const LogReport r = check_log(log);
+  EXPECT_TRUE(r.ok()) << first_problem(r);
+  ASSERT_EQ(log.tables.checkpoints.size(), 3u);  // 4, 6 (logged by the resume), 8
+  EXPECT_EQ(log.tables.checkpoints[1].fields.step, 6u);
+  EXPECT_EQ(log.tables.checkpoints[1].fields.state_hash, sha256("state 6"));
+  EXPECT_TRUE(log.superseded.empty());
 }
 
 TEST(WitnessLogResume, RefusesAMismatchedCheckpointOrRun) {

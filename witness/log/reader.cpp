@@ -202,13 +202,16 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
                        valid, last_signed.steps, last_signed.probes, probes,
                        last_signed.checkpoints, ckpts, last_signed.evals, evals)});
     else if (report.signed_steps < valid)
-      report.notes.push_back(fmt::format(
-          "steps {} to {} are not signed yet (signatures come with checkpoints and at the end)",
-          report.signed_steps, valid - 1));
+      report.notes.push_back(
+          fmt::format("{} not signed yet (signatures come with checkpoints and at the end)",
+                      report.signed_steps + 1 == valid
+                          ? fmt::format("step {} is", report.signed_steps)
+                          : fmt::format("steps {} to {} are", report.signed_steps, valid - 1)));
   }
   for (auto& [group, tables] : log.superseded)
     report.notes.push_back(fmt::format(
-        "{}: {} steps from an interrupted session, replaced on resume (kept, outside the chain)",
+        "{}: {} step(s) from an interrupted session, replaced on resume (kept, outside the "
+        "chain)",
         group, tables.steps.size()));
   return report;
 }

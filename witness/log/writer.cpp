@@ -1,6 +1,7 @@
 #include "witness/log/writer.h"
 
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -170,7 +171,20 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
   return w;
 }
 
+void LogWriter::check_space() const {
+  struct statvfs st {};
+  if (statvfs(path_.parent_path().empty() ? "." : path_.parent_path().c_str(), &st) != 0) return;
+  const uint64_t free = uint64_t(st.f_bavail) * uint64_t(st.f_frsize);
+  if (free < kFreeSpaceReserve)
+    fail(
+        "the disk holding {} is full ({} KiB free, the log keeps {} KiB in reserve): nothing more "
+        "was written, the log is valid through step {}",
+        path_.string(), free >> 10, kFreeSpaceReserve >> 10,
+        heads_.steps == 0 ? std::string("none") : std::to_string(heads_.steps - 1));
+}
+
 void LogWriter::append_step(const StepFields& f, const StepTiming& timing) {
+  check_space();
   WIT_CHECK(f.step == heads_.steps, "step {} recorded as row {}", f.step, heads_.steps);
   StepRow r{f, timing, heads_.step_head, {}};
   r.hash = record_hash(r.prev, f);
@@ -184,6 +198,7 @@ void LogWriter::append_step(const StepFields& f, const StepTiming& timing) {
 template <typename Row, typename Fields, typename HashFn, typename AppendFn>
 void LogWriter::append_side(const Fields& f, Digest& head, uint64_t& rows, HashFn hash_fn,
                             AppendFn append) {
+  check_space();
   Row r{f, heads_.step_head, head, {}};
   r.hash = hash_fn(r.prev, r.anchor, f);
   append(columns_, std::vector<Row>{r});
@@ -209,6 +224,7 @@ void LogWriter::append_eval(const EvalFields& f) {
 
 void LogWriter::sign() {
   if (any_signature_ && same_counts(signed_, heads_)) return;
+  check_space();
   SignatureRow s;
   s.heads = heads_;
   s.head = head_hash(heads_);

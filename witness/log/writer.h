@@ -16,6 +16,11 @@
 
 namespace wit::witness {
 
+// Free space the writer keeps in hand on the log's file system: an append that could not be
+// finished cleanly (HDF5 may have updated a dataset's size but not yet its data when a write
+// fails) is refused before it starts, so a full disk stops the run with the log intact.
+constexpr uint64_t kFreeSpaceReserve = 4ull << 20;
+
 // Where a resumed run starts: the checkpoint it loaded.
 struct ResumePoint {
   uint64_t steps_done = 0;
@@ -50,6 +55,8 @@ class LogWriter {
  private:
   LogWriter(const std::filesystem::path& file, SigningKey key, const Heads& heads,
             const SignatureRow* last_signature);
+  // Fails, writing nothing, when less than kFreeSpaceReserve is free.
+  void check_space() const;
   template <typename Row, typename Fields, typename HashFn, typename AppendFn>
   void append_side(const Fields& f, Digest& head, uint64_t& rows, HashFn hash_fn, AppendFn append);
   std::filesystem::path path_;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 
+#include "benchmarks/bench_data.h"
 #include "core/config.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/prepare.h"
@@ -86,15 +87,7 @@ int main(int argc, char** argv) {
       steps = std::stoi(argv[i + 1]);
   }
   try {
-    if (!fs::exists(data / "manifest.h5")) {
-      data = fs::temp_directory_path() / "wit-bench-kjv";
-      if (!fs::exists(data / "manifest.h5")) {
-        wit::data::PrepareOptions o;
-        o.out = data;
-        o.force = true;
-        wit::data::prepare(o);
-      }
-    }
+    data = wit::bench::prepared_dataset(data);
     wit::set_compute_threads(1);
     wit::keep_freed_memory();
     const fs::path configs = fs::path(WIT_SOURCE_DIR) / "configs";

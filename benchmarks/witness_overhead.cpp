@@ -78,16 +78,17 @@ Run load(const fs::path& config, std::vector<std::string> sets, const fs::path& 
 }
 
 // The log a run of this config would write: its real /meta, a fresh key.
-wit::witness::LogWriter open_log(const fs::path& file, const Run& run, const wit::Digest& root,
-                                 int64_t num_params, wit::dist::Communicator& comm) {
+wit::witness::LogWriter open_log(const fs::path& file, const Run& run,
+                                 const wit::data::Manifest& manifest, int64_t num_params,
+                                 wit::dist::Communicator& comm) {
   auto key = wit::witness::SigningKey::generate();
-  const auto meta = wit::run_meta(run.cfg, run.rc, root, num_params, key.public_key(),
+  const auto meta = wit::run_meta(run.cfg, run.rc, manifest, num_params, key.public_key(),
                                   wit::session_json(comm, run.rc, "replicated", 0));
   return wit::witness::LogWriter::create(file, meta, std::move(key));
 }
 
 // Bytes per step row: file size after `rows` synthetic rows minus after none.
-void log_size(const Run& run, const wit::Digest& root, uint64_t rows) {
+void log_size(const Run& run, const wit::data::Manifest& manifest, uint64_t rows) {
   TempDir dir("log");
   const fs::path file = dir.path / wit::witness::kLogFileName;
   auto comm = wit::dist::make_single_process();
@@ -99,7 +100,8 @@ void log_size(const Run& run, const wit::Digest& root, uint64_t rows) {
   std::vector<double> append_s;
   uint64_t empty = 0, live = 0;
   {
-    auto log = open_log(file, run, root, 0, *comm);  // /meta's values do not change a row's size
+    auto log =
+        open_log(file, run, manifest, 0, *comm);  // /meta's values do not change a row's size
     empty = fs::file_size(file);
     for (uint64_t i = 0; i < rows; ++i) {
       wit::witness::StepFields f;
@@ -157,7 +159,7 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   witnessed.witness = true;
 
   TempDir dir("run");
-  auto log = open_log(dir.path / wit::witness::kLogFileName, run, ds.manifest().root, P, *comm);
+  auto log = open_log(dir.path / wit::witness::kLogFileName, run, ds.manifest(), P, *comm);
   // Both variants advance the same model, so the witnessed rows are every other step: renumber
   // them, since the log wants consecutive steps.
   uint64_t rows = 0;
@@ -308,7 +310,7 @@ int main(int argc, char** argv) {
     const fs::path configs = fs::path(WIT_SOURCE_DIR) / "configs";
     const auto ds = wit::data::Dataset::open(data);
     const Run tiny = load(configs / "tiny.yaml", {}, data);
-    if (want("log")) log_size(tiny, ds.manifest().root, log_rows);
+    if (want("log")) log_size(tiny, ds.manifest(), log_rows);
     std::vector<Result> rs;
     if (want("tiny")) rs.push_back(measure("tiny", tiny, ds, pairs, 0.03));
     if (want("124m")) {

@@ -236,7 +236,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   if (!last_ckpt.empty()) loaded_weights = engine->weight_fingerprint();
   std::optional<witness::LogWriter> log;
   if (is_root && !finished_already) {
-    const auto meta = run_meta(run.cfg, rc, root, engine->num_params(), key->public_key(), session);
+    const auto meta =
+        run_meta(run.cfg, rc, dataset.manifest(), engine->num_params(), key->public_key(), session);
     if (opts.resume) {
       const witness::ResumePoint at{
           uint64_t(steps_done()),

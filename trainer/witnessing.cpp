@@ -110,12 +110,13 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
 }
 
 witness::RunMeta run_meta(const config::Config& cfg, const RunConfig& rc,
-                          const Digest& manifest_root, int64_t num_params,
+                          const data::Manifest& manifest, int64_t num_params,
                           const witness::PublicKey& key, const std::string& session) {
   witness::RunMeta m;
   m.config_yaml = cfg.to_yaml();
   m.trajectory_yaml = trajectory_yaml(cfg);
-  m.manifest_root = manifest_root;
+  m.manifest_root = manifest.root;
+  m.data_layout = data::layout_digest(manifest);
   m.num_params = uint64_t(num_params);
   m.run_seed = rc.train.seed;
   m.data_seed = rc.data.seed;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "trainer/data/manifest.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/run_config.h"
 #include "trainer/step.h"
@@ -23,7 +24,7 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
                          int64_t first_step);
 
 witness::RunMeta run_meta(const config::Config& cfg, const RunConfig& rc,
-                          const Digest& manifest_root, int64_t num_params,
+                          const data::Manifest& manifest, int64_t num_params,
                           const witness::PublicKey& key, const std::string& session);
 
 witness::StepFields step_fields(const StepRecord& r);

@@ -30,6 +30,7 @@ RunMeta test_meta(const SigningKey& key, uint64_t total = kSteps) {
   m.config_yaml = "model:\n  n_layer: 2\ntrain:\n  steps: 8\n";
   m.trajectory_yaml = "model:\n  n_layer: 2\n";
   m.manifest_root = sha256("dataset");
+  m.data_layout = sha256("layout");
   m.num_params = 1234;
   m.run_seed = 7;
   m.data_seed = 9;

@@ -106,6 +106,18 @@ Digest manifest_root(const std::vector<DocumentEntry>& documents) {
   return merkle_root(leaves);
 }
 
+Digest layout_digest(const Manifest& m) {
+  Sha256 h;
+  h.update("wit-data-layout-v1").update_u64(m.shards.size());
+  for (const ShardEntry& s : m.shards)
+    h.update_u64(s.split).update_u64(s.tokens).update(s.sha256.data(), s.sha256.size());
+  h.update_u64(m.documents.size());
+  for (const DocumentEntry& d : m.documents)
+    h.update_u64(d.split).update_u64(d.shard).update_u64(d.offset).update_u64(d.length).update(
+        d.sha256.data(), d.sha256.size());
+  return h.finish();
+}
+
 void validate_manifest(const Manifest& m, const std::string& where) {
   if (m.format_version != kManifestFormatVersion)
     fail("{}: unsupported manifest format_version {} (this wit reads version {})", where,

@@ -77,6 +77,13 @@ void write_manifest(const fs::path& path, const Manifest& m);
 Manifest read_manifest(const fs::path& path);
 // Merkle root over the documents' sha256 values sorted ascending bytewise.
 Digest manifest_root(const std::vector<DocumentEntry>& documents);
+// Commitment to the dataset's layout: which documents are in which split, where, and the shards'
+// contents. The root commits to the set of documents only; two datasets of the same documents
+// split or sharded differently have the same root but different training streams, and a run
+// commits to both (its genesis covers this digest).
+//   H("wit-data-layout-v1" ‖ u64 S ‖ per shard: u64 split ‖ u64 tokens ‖ sha256
+//     ‖ u64 D ‖ per document: u64 split ‖ u64 shard ‖ u64 offset ‖ u64 length ‖ sha256)
+Digest layout_digest(const Manifest& m);
 // The checks read_manifest applies; `where` names the manifest in messages.
 void validate_manifest(const Manifest& m, const std::string& where);
 

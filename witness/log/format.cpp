@@ -37,11 +37,12 @@ Sha256 side_row(const char* domain, const Digest& prev, const Digest& anchor, ui
 }  // namespace
 
 Digest genesis_hash(const std::string& trajectory_yaml, const Digest& manifest_root,
-                    uint64_t num_params) {
+                    const Digest& data_layout, uint64_t num_params) {
   Sha256 h;
   h.update("wit-genesis-v1").update_u64(uint64_t(kSchemaVersion));
   update_string(h, trajectory_yaml);
   update_digest(h, manifest_root);
+  update_digest(h, data_layout);
   return h.update_u64(num_params).finish();
 }
 

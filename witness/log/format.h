@@ -74,7 +74,7 @@ constexpr size_t kNameChars = 16;
 
 // Step hashes.
 Digest genesis_hash(const std::string& trajectory_yaml, const Digest& manifest_root,
-                    uint64_t num_params);
+                    const Digest& data_layout, uint64_t num_params);
 Digest record_hash(const Digest& prev, const StepFields& f);
 // Micro-batch i's hash is SHA-256 of its tokens (u16 little-endian, row-major b×(T+1));
 // the batch hash covers the M of them in order.

@@ -104,8 +104,8 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
   for (auto& f : log.incomplete) report.notes.push_back(f.text());
   if (genesis != log.genesis) {
     report.problems.push_back({"meta", -1, "genesis",
-                               "does not match the hash of trajectory_yaml, manifest_root and "
-                               "num_params (the run's commitments were changed)"});
+                               "does not match the hash of trajectory_yaml, manifest_root, "
+                               "data_layout and num_params (the run's commitments were changed)"});
     return report;
   }
 

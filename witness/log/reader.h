@@ -20,6 +20,7 @@ struct RunMeta {
   std::string config_yaml;      // the resolved config
   std::string trajectory_yaml;  // the part of it that decides the trajectory: the genesis covers it
   Digest manifest_root{};
+  Digest data_layout{};  // data::layout_digest: splits, shards, document places
   uint64_t num_params = 0;
   uint64_t run_seed = 0, data_seed = 0;
   uint64_t total_steps = 0;
@@ -30,7 +31,9 @@ struct RunMeta {
   // reduction, versions, hardware, hosts, start time. Not hashed: facts, not the trajectory.
   std::string sessions_json = "[]";
   std::string created;  // ISO 8601 UTC
-  Digest genesis() const { return genesis_hash(trajectory_yaml, manifest_root, num_params); }
+  Digest genesis() const {
+    return genesis_hash(trajectory_yaml, manifest_root, data_layout, num_params);
+  }
 };
 
 // Rows as stored: the fields, plus the hashes the file claims for them.

@@ -386,6 +386,7 @@ void write_meta(h5::File& f, const RunMeta& m) {
   g.set_string_attr("config_yaml", m.config_yaml);
   g.set_string_attr("trajectory_yaml", m.trajectory_yaml);
   g.set_string_attr("manifest_root", to_hex(m.manifest_root));
+  g.set_string_attr("data_layout", to_hex(m.data_layout));
   g.set_string_attr("genesis", to_hex(m.genesis()));
   g.set_uint_attr("num_params", m.num_params);
   g.set_uint_attr("run_seed", m.run_seed);
@@ -414,6 +415,7 @@ RunMeta read_meta(const h5::File& f, Digest& stored_genesis) {
   m.config_yaml = g.string_attr("config_yaml");
   m.trajectory_yaml = g.string_attr("trajectory_yaml");
   m.manifest_root = digest_from_hex(g.string_attr("manifest_root"), file + ":/meta manifest_root");
+  m.data_layout = digest_from_hex(g.string_attr("data_layout"), file + ":/meta data_layout");
   stored_genesis = digest_from_hex(g.string_attr("genesis"), file + ":/meta genesis");
   m.num_params = g.uint_attr("num_params");
   m.run_seed = g.uint_attr("run_seed");

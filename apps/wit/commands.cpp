@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "apps/wit/inspect.h"
+#include "apps/wit/query.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "trainer/data/prepare.h"
@@ -180,6 +181,37 @@ void add_inspect(CLI::App& app) {
                   "Require every signature to be by this public key (64 hex digits or a PEM "
                   "file such as signing-key.pem.pub)");
   actions()[sub] = [o] { return inspect(*o); };
+}
+
+void add_query(CLI::App& app) {
+  auto o = std::make_shared<QueryOptions>();
+  auto* sub = app.add_subcommand(
+      "query",
+      "Was a document trained on by a run, and when? Answered exactly from the run's committed "
+      "dataset and data order: included (at which steps, micro-batches and rows), held out, in "
+      "the dataset but not reached before the run's end, or not in the dataset. Documents are "
+      "matched by the SHA-256 of their canonical bytes (\\r\\n read as \\n), as `wit prepare` "
+      "hashed them. --proof writes proofs that `wit query --check-proof` verifies alone, with "
+      "nothing but the manifest root.");
+  sub->add_option("run", o->run, "Run directory");
+  sub->add_option("--doc", o->docs, "A file holding one document (repeatable)")->type_name("FILE");
+  sub->add_option("--doc-id", o->doc_ids, "A document id of the run's manifest (repeatable)")
+      ->type_name("ID");
+  sub->add_option("--jsonl", o->jsonl, "One document per line, streamed")->type_name("FILE");
+  sub->add_option("--text-field", o->text_field, "JSONL field holding the text (default text)");
+  sub->add_option("--split", o->split,
+                  "val: the contamination report, every held-out document proven excluded "
+                  "(exit 1 if any was trained on)");
+  sub->add_option("--data", o->data, "The run's dataset (default: data.dir of its config)")
+      ->type_name("DIR");
+  sub->add_option("--proof", o->proof, "Write the answers' proofs to this JSON file")
+      ->type_name("OUT.json");
+  sub->add_flag("--json", o->json, "One JSON object per answer, for programs");
+  sub->add_option("--check-proof", o->check_proof,
+                  "Verify a proof file (no run or dataset needed); needs --root")
+      ->type_name("FILE");
+  sub->add_option("--root", o->root, "Manifest root (64 hex digits) the proof must be for");
+  actions()[sub] = [o] { return query(*o); };
 }
 
 int run_selected(CLI::App& app) {

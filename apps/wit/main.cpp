@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   wit::cli::add_config(app);
   wit::cli::add_keygen(app);
   wit::cli::add_inspect(app);
+  wit::cli::add_query(app);
 
   try {
     app.parse(argc, argv);

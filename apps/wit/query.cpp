@@ -1,0 +1,202 @@
+#include "apps/wit/query.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "trainer/data/corpus.h"
+#include "trainer/data/split.h"
+#include "trainer/run_config.h"
+#include "witness/query/query.h"
+
+namespace wit::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+int check_proof_file(const QueryOptions& o) {
+  if (o.root.empty()) fail("--check-proof needs --root HEX: the manifest root the proof is for");
+  const Digest root = digest_from_hex(o.root, "--root");
+  const std::string text = read_text_file(o.check_proof);
+  const json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) fail("{} is not JSON: not a query proof", o.check_proof.string());
+  const json proofs = parsed.is_array() ? parsed : json::array({parsed});
+  if (proofs.empty()) fail("{} holds no proofs", o.check_proof.string());
+  int failed = 0;
+  for (size_t i = 0; i < proofs.size(); ++i) {
+    const witness::ProofCheck c = witness::check_proof(proofs[i], root);
+    const std::string doc = proofs[i].is_object() && proofs[i].contains("document_sha256") &&
+                                    proofs[i]["document_sha256"].is_string()
+                                ? proofs[i]["document_sha256"].get<std::string>().substr(0, 16)
+                                : "?";
+    if (c.ok)
+      fmt::print("valid    {} {}: {}\n", doc, c.verdict, c.reason);
+    else
+      fmt::print("INVALID  proof {} (document {}): {}\n", i, doc, c.reason);
+    failed += !c.ok;
+  }
+  if (proofs.size() > 1)
+    fmt::print("{} of {} proofs valid for root {}\n", proofs.size() - size_t(failed), proofs.size(),
+               to_hex(root));
+  return failed ? 1 : 0;
+}
+
+std::string describe(const witness::Answer& a, const witness::RunFacts& run) {
+  using witness::Verdict;
+  const std::string ids = [&] {
+    std::string s;
+    for (auto id : a.document_ids) s += (s.empty() ? "" : ", ") + std::to_string(id);
+    return s;
+  }();
+  switch (a.verdict) {
+    case Verdict::Included: {
+      std::string steps;
+      size_t shown = 0;
+      for (auto& o : a.occurrences) {
+        if (shown++ == 8) {
+          steps += fmt::format(", … ({} in all)", a.occurrences.size());
+          break;
+        }
+        steps += fmt::format("{}step {} (micro-batch {}, row {}, epoch {})",
+                             steps.empty() ? "" : ", ", o.step, o.micro, o.row, o.epoch);
+      }
+      return fmt::format("document {} (train), in {} trained sample(s): {}", ids,
+                         a.occurrences.size(), steps);
+    }
+    case Verdict::HeldOut:
+      return fmt::format("document {} (val): held out, never in the training stream", ids);
+    case Verdict::NotReached:
+      return fmt::format(
+          "document {} (train): none of its samples came before the run's end "
+          "(after {} steps)",
+          ids, run.steps);
+    case Verdict::NotInDataset:
+      return "no document of the run's dataset has this content";
+    case Verdict::Empty:
+      return "an empty document: `wit prepare` skips those, so it was never trained on";
+  }
+  return "";
+}
+
+json answer_json(const witness::Answer& a) {
+  json occ = json::array();
+  for (auto& o : a.occurrences)
+    occ.push_back({{"document_id", o.document_id},
+                   {"sample", o.sample},
+                   {"position", o.position},
+                   {"epoch", o.epoch},
+                   {"step", o.step},
+                   {"micro", o.micro},
+                   {"row", o.row}});
+  return {{"document", a.label},
+          {"sha256", to_hex(a.sha256)},
+          {"verdict", witness::verdict_name(a.verdict)},
+          {"document_ids", a.document_ids},
+          {"split", a.split},
+          {"occurrences", occ}};
+}
+
+}  // namespace
+
+int query(const QueryOptions& o) {
+  if (!o.check_proof.empty()) return check_proof_file(o);
+  if (o.run.empty()) fail("wit query needs a run directory (or --check-proof FILE --root HEX)");
+  if (o.docs.empty() && o.doc_ids.empty() && o.jsonl.empty() && o.split.empty())
+    fail("nothing to ask: give --doc FILE, --doc-id ID, --jsonl FILE or --split val");
+  if (!o.split.empty() && o.split != "val")
+    fail("--split {}: only the held-out split (val) has a contamination report", o.split);
+
+  const fs::path log_file = o.run / witness::kLogFileName;
+  if (!fs::exists(log_file))
+    fail("{} has no {}: not a run directory of a witnessed run", o.run.string(),
+         witness::kLogFileName);
+  const witness::WitnessLog log = witness::read_log(log_file);
+  const witness::LogReport report = witness::check_log(log);
+  if (!report.ok())
+    fmt::print(stderr,
+               "wit: warning: {} fails verification ({}); answering for the {} steps whose chain "
+               "verifies\n",
+               log_file.string(), report.problems.front().text(), report.valid_steps);
+  fs::path data_dir = o.data;
+  if (data_dir.empty())
+    data_dir =
+        config::Config::parse(log.meta.config_yaml, log_file.string() + ":/meta", run_schema())
+            .get_string("data.dir");
+  const fs::path manifest_file = data_dir / data::kManifestFile;
+  if (!fs::exists(manifest_file))
+    fail("{} is not a prepared dataset (no {}): give the run's dataset with --data",
+         data_dir.string(), data::kManifestFile);
+  const witness::DataIndex index(data::read_manifest(manifest_file),
+                                 witness::RunFacts::from_log(log, report), data_dir.string());
+  const data::Manifest& manifest = index.manifest();
+
+  json proofs = json::array();
+  size_t answered = 0, included = 0;
+  auto answer = [&](const witness::Answer& a) {
+    ++answered;
+    included += a.verdict == witness::Verdict::Included;
+    if (o.json)
+      fmt::print("{}\n", answer_json(a).dump());
+    else if (o.split.empty())
+      fmt::print("{:<14} {}  sha256 {}…: {}\n", witness::verdict_name(a.verdict), a.label,
+                 to_hex(a.sha256).substr(0, 16), describe(a, index.run()));
+    if (!o.proof.empty() && a.verdict != witness::Verdict::Empty) proofs.push_back(index.proof(a));
+    std::fflush(stdout);
+  };
+
+  for (auto& f : o.docs) {
+    if (fs::is_directory(f))
+      fail("--doc {} is a directory: give one file per document", f.string());
+    answer(index.query_bytes(read_text_file(f), f.string()));
+  }
+  for (uint64_t id : o.doc_ids) answer(index.query_id(id));
+  if (!o.jsonl.empty())
+    data::read_jsonl_documents(o.jsonl, o.text_field, [&](data::Document&& d) {
+      answer(index.query(sha256(d.text), d.source));
+    });
+  auto write_proofs = [&] {
+    if (o.proof.empty()) return;
+    const json out = proofs.size() == 1 ? proofs[0] : proofs;
+    write_file_atomic(o.proof, out.dump(1) + "\n");
+    if (!o.json) fmt::print("{} proof(s) written to {}\n", proofs.size(), o.proof.string());
+  };
+  int rc = 0;
+  if (o.split == "val") {
+    size_t held_out = 0;
+    Sha256 list;  // a digest of the held-out documents' hashes, in manifest order
+    for (auto& d : manifest.documents) {
+      if (d.split != data::kSplitVal) continue;
+      const witness::Answer a = index.query_id(d.id);
+      held_out += a.verdict == witness::Verdict::HeldOut;
+      list.update(d.sha256.data(), d.sha256.size());
+      answer(a);
+    }
+    const std::string digest = to_hex(list.finish());
+    const bool clean = included == 0 && held_out == answered;
+    if (o.json)
+      fmt::print("{}\n", json{{"split", "val"},
+                              {"documents", answered},
+                              {"excluded", held_out},
+                              {"included", included},
+                              {"manifest_root", to_hex(manifest.root)},
+                              {"held_out_digest", digest},
+                              {"steps", index.run().steps}}
+                             .dump());
+    else
+      fmt::print(
+          "{}: {} held-out document(s) of dataset {}, {} excluded from training, {} included "
+          "(through step {}; digest of their hashes {})\n",
+          clean ? "no contamination" : "CONTAMINATED", answered,
+          to_hex(manifest.root).substr(0, 16), held_out, included,
+          index.run().steps == 0 ? 0 : index.run().steps - 1, digest.substr(0, 16));
+    rc = clean ? 0 : 1;
+  }
+  write_proofs();
+  return rc;
+}
+
+}  // namespace wit::cli

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `wit query` on a real run: documents found at the steps the schedule says, proofs written and
+# checked alone, a damaged or foreign proof rejected, the contamination report, and bad input.
+# Usage: query_cli.sh WIT_BINARY SOURCE_DIR
+set -uo pipefail
+wit=$1
+src=$2
+work=$(mktemp -d /tmp/wit-query-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export WIT_SIGNING_KEY="$work/key.pem"
+mkdir -p "$work/corpus"
+for i in $(seq 1 40); do
+  { echo "Document $i."; for k in $(seq 1 $((i % 9 + 1))); do echo "line $k of document $i, with some words"; done; } >"$work/corpus/doc$i.txt"
+done
+"$wit" prepare "$work/corpus" --format dir --val-fraction 0.2 --out "$work/data" >/dev/null || fail "prepare"
+# Enough steps for every training document to come up, at least once.
+"$wit" train "$src/configs/tiny.yaml" --set data.dir="$work/data" --set model.n_layer=1 \
+  --set model.n_embd=32 --set model.n_head=2 --set data.seq_len=16 --set train.steps=60 \
+  --set train.micro_batches=2 --set train.micro_batch_size=4 --set train.eval_every=0 \
+  --set train.checkpoint_every=0 --out "$work/run" -q >/dev/null || fail "train"
+root=$("$wit" inspect "$work/run" --json | sed -n 's/^  "manifest_root": "\([0-9a-f]*\)",$/\1/p')
+[ ${#root} -eq 64 ] || fail "no manifest root from wit inspect"
+
+# Every document file: one answer each; the included ones with steps, the others held out.
+"$wit" query "$work/run" $(for f in "$work"/corpus/*.txt; do echo --doc "$f"; done) --json >"$work/answers.jsonl" || fail "query"
+[ "$(wc -l <"$work/answers.jsonl")" -eq 40 ] || fail "expected 40 answers"
+grep -c '"verdict":"included"' "$work/answers.jsonl"
+grep -q '"verdict":"held-out"' "$work/answers.jsonl" || fail "no held-out document among 40 at val fraction 0.2"
+grep -Eq '"verdict":"(not-in-dataset|empty)"' "$work/answers.jsonl" && fail "a prepared document was not found"
+
+inc=$(grep -l . "$work"/corpus/*.txt | while read -r f; do
+  grep -q '^included' <<<"$("$wit" query "$work/run" --doc "$f")" && { echo "$f"; break; }; done)
+[ -n "$inc" ] || fail "no included document"
+"$wit" query "$work/run" --doc "$inc" --proof "$work/inc.json" | tee "$work/inc.txt"
+grep -q "step " "$work/inc.txt" || fail "an included answer without steps"
+"$wit" query --check-proof "$work/inc.json" --root "$root" || fail "a valid inclusion proof rejected"
+
+printf 'a document nobody wrote\n' >"$work/stranger.txt"
+grep -q "^not-in-dataset" <<<"$("$wit" query "$work/run" --doc "$work/stranger.txt" --proof "$work/out.json")" || fail "stranger found"
+"$wit" query --check-proof "$work/out.json" --root "$root" || fail "a valid exclusion proof rejected"
+
+# A damaged proof, and a proof checked against another root.
+sed 's/"leaf_index": \([0-9]\)/"leaf_index": 1\1/' "$work/inc.json" >"$work/bad.json"
+cmp -s "$work/inc.json" "$work/bad.json" && fail "could not damage the proof"
+"$wit" query --check-proof "$work/bad.json" --root "$root" >"$work/bad.txt" && fail "a damaged proof passed"
+grep -q INVALID "$work/bad.txt" || fail "no INVALID line"
+other=$(printf '%064d' 7)
+"$wit" query --check-proof "$work/inc.json" --root "$other" >/dev/null && fail "a proof passed for another root"
+
+# The contamination report: every held-out document excluded, with proofs.
+"$wit" query "$work/run" --split val --proof "$work/val.json" | tee "$work/val.txt"
+grep -q "^no contamination" "$work/val.txt" || fail "contamination report"
+"$wit" query --check-proof "$work/val.json" --root "$root" >/dev/null || fail "held-out proofs rejected"
+
+# Bad input: clear errors, non-zero exits, never a wrong "excluded".
+: >"$work/empty.txt"
+grep -q "^empty" <<<"$("$wit" query "$work/run" --doc "$work/empty.txt")" || fail "empty file"
+head -c 3000 /dev/urandom >"$work/binary.bin"
+grep -q "^not-in-dataset" <<<"$("$wit" query "$work/run" --doc "$work/binary.bin")" || fail "binary file"
+grep -q "out of range" <<<"$("$wit" query "$work/run" --doc-id 4000 2>&1)" || fail "id out of range"
+echo '{"format": "wit-query-proof-v1"' >"$work/broken.json"
+grep -q "not JSON" <<<"$("$wit" query --check-proof "$work/broken.json" --root "$root" 2>&1)" || fail "malformed proof file"
+"$wit" prepare "$work/corpus" --format dir --val-fraction 0.3 --out "$work/other-data" >/dev/null
+grep -q "give the run's dataset" <<<"$("$wit" query "$work/run" --doc "$inc" --data "$work/other-data" 2>&1)" || fail "another dataset accepted"
+echo "query: answers, proofs and errors as expected"

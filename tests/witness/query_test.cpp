@@ -1,0 +1,248 @@
+// Data queries: answers agree with a brute-force scan of the schedule, proofs check alone, and
+// any altered byte makes a proof fail.
+#include "witness/query/query.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/merkle.h"
+#include "tests/data/temp_dir.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/prepare.h"
+#include "trainer/data/split.h"
+
+namespace wit::witness {
+namespace {
+
+using wit::testing::contains;
+using wit::testing::error_of;
+using wit::testing::TempDir;
+
+// A small corpus: documents of very different lengths (some span many samples), one duplicated.
+std::vector<std::string> corpus() {
+  std::vector<std::string> docs;
+  for (int i = 0; i < 60; ++i) {
+    std::string d = "document " + std::to_string(i) + ":";
+    for (int k = 0; k < (i * 7) % 23 + 1; ++k) d += " word" + std::to_string(k * i);
+    docs.push_back(d + "\n");
+  }
+  docs.push_back(docs[5]);  // an identical copy
+  return docs;
+}
+
+struct QueryFixture {
+  TempDir dir;
+  std::unique_ptr<data::Dataset> dataset;
+  QueryFixture() {
+    std::ofstream out(dir / "corpus.txt");
+    for (auto& d : corpus()) out << d << "<|endoftext|>\n";
+    out.close();
+    data::PrepareOptions o;
+    o.input = dir / "corpus.txt";
+    o.out = dir / "data";
+    o.val_fraction = 0.2;
+    o.shard_tokens = 300;  // many shards: sample windows straddle them
+    data::prepare(o);
+    dataset = std::make_unique<data::Dataset>(data::Dataset::open(dir / "data"));
+  }
+  RunFacts facts(uint64_t steps) const {
+    RunFacts f;
+    f.manifest_root = dataset->manifest().root;
+    f.data_layout = data::layout_digest(dataset->manifest());
+    f.data_seed = 5;
+    f.seq_len = 16;
+    f.micro_batches = 2;
+    f.micro_batch_size = 3;
+    f.steps = steps;
+    for (uint64_t i = 0; i < steps; ++i)
+      f.record_hashes.push_back(sha256("record " + std::to_string(i)));
+    return f;
+  }
+};
+
+// Every (document id, position) at which a window holding one of the document's content tokens
+// was trained, by scanning every position of the schedule.
+std::map<uint64_t, std::set<uint64_t>> brute_force(const data::Dataset& ds, const RunFacts& f,
+                                                   uint64_t num_samples) {
+  const data::Schedule schedule(num_samples, f.data_seed);
+  std::map<uint64_t, std::set<uint64_t>> hits;
+  for (uint64_t p = 0; p < f.end_position(); ++p) {
+    const uint64_t s = schedule.sample_at(p), lo = s * f.seq_len, hi = lo + f.seq_len;
+    for (auto& d : ds.manifest().documents) {
+      if (d.split != data::kSplitTrain) continue;
+      const uint64_t a = ds.stream_offset(d);
+      if (lo < a + d.length && hi >= a + 1) hits[d.id].insert(p);
+    }
+  }
+  return hits;
+}
+
+TEST(Query, AgreesWithABruteForceScanOfTheSchedule) {
+  QueryFixture fx;
+  const RunFacts f = fx.facts(200);
+  DataIndex index(fx.dataset->manifest(), f, "test data");
+  ASSERT_GT(f.end_position(), 2 * index.num_samples());  // several epochs
+  const auto hits = brute_force(*fx.dataset, f, index.num_samples());
+  int included = 0, held_out = 0;
+  for (auto& d : fx.dataset->manifest().documents) {
+    const Answer a = index.query_id(d.id);
+    std::set<uint64_t> found;
+    for (auto& o : a.occurrences)
+      if (o.document_id == d.id) found.insert(o.position);
+    const auto it = hits.find(d.id);
+    EXPECT_EQ(found, it == hits.end() ? std::set<uint64_t>{} : it->second) << "document " << d.id;
+    if (d.split == data::kSplitTrain) {
+      EXPECT_EQ(a.verdict, Verdict::Included) << d.id;
+      ++included;
+    } else {
+      EXPECT_EQ(a.verdict, Verdict::HeldOut) << d.id;
+      EXPECT_TRUE(a.occurrences.empty());
+      ++held_out;
+    }
+    for (auto& o : a.occurrences) {
+      EXPECT_EQ(o.step, o.position / 6);
+      EXPECT_EQ(o.micro, (o.position / 3) % 2);
+      EXPECT_EQ(o.row, o.position % 3);
+    }
+  }
+  EXPECT_GT(included, 20);
+  EXPECT_GT(held_out, 3);
+}
+
+TEST(Query, ADocumentTrainedInTwoEpochsListsBoth) {
+  QueryFixture fx;
+  DataIndex index(fx.dataset->manifest(), fx.facts(200), "test data");
+  bool found = false;
+  for (auto& d : fx.dataset->manifest().documents) {
+    const Answer a = index.query_id(d.id);
+    std::set<uint64_t> epochs;
+    for (auto& o : a.occurrences) epochs.insert(o.epoch);
+    if (epochs.count(0) && epochs.count(1)) found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Query, IdenticalCopiesAreOneAnswerWithBothIds) {
+  QueryFixture fx;
+  DataIndex index(fx.dataset->manifest(), fx.facts(200), "test data");
+  const Answer a = index.query_bytes(corpus()[5], "copy");
+  EXPECT_EQ(a.document_ids.size(), 2u);
+}
+
+TEST(Query, UnknownEmptyAndOutOfRange) {
+  QueryFixture fx;
+  DataIndex index(fx.dataset->manifest(), fx.facts(10), "test data");
+  EXPECT_EQ(index.query_bytes("never in this corpus\n", "x").verdict, Verdict::NotInDataset);
+  EXPECT_EQ(index.query_bytes("", "empty").verdict, Verdict::Empty);
+  // Canonical bytes: CRLF line ends match the LF document that was prepared.
+  std::string crlf = corpus()[7];
+  crlf.replace(crlf.size() - 1, 1, "\r\n");
+  EXPECT_EQ(index.query_bytes(crlf, "crlf").sha256, index.query_bytes(corpus()[7], "lf").sha256);
+  EXPECT_TRUE(
+      contains(error_of([&] { index.query_id(1000); }), "document id 1000 is out of range"));
+  RunFacts other = fx.facts(10);
+  other.manifest_root = sha256("another dataset");
+  EXPECT_TRUE(contains(error_of([&] { DataIndex(fx.dataset->manifest(), other, "test data"); }),
+                       "give the run's dataset"));
+}
+
+// The root commits to the set of documents; the layout digest to their splits and places.
+TEST(Query, SameDocumentsSplitDifferentlyIsAnotherDataset) {
+  QueryFixture fx;
+  data::PrepareOptions o;
+  o.input = fx.dir / "corpus.txt";
+  o.out = fx.dir / "resplit";
+  o.val_fraction = 0.5;
+  data::prepare(o);
+  const auto other = data::Dataset::open(fx.dir / "resplit");
+  ASSERT_EQ(other.manifest().root, fx.dataset->manifest().root);
+  EXPECT_NE(data::layout_digest(other.manifest()), data::layout_digest(fx.dataset->manifest()));
+  EXPECT_TRUE(contains(error_of([&] { DataIndex(other.manifest(), fx.facts(10), "resplit"); }),
+                       "splits or shards them differently"));
+}
+
+TEST(Query, NotReachedBeforeTheRunEnded) {
+  QueryFixture fx;
+  DataIndex index(fx.dataset->manifest(), fx.facts(2), "test data");  // 12 of the samples trained
+  int not_reached = 0;
+  for (auto& d : fx.dataset->manifest().documents) {
+    const Answer a = index.query_id(d.id);
+    if (a.verdict != Verdict::NotReached) continue;
+    ++not_reached;
+    const ProofCheck c = check_proof(index.proof(a), fx.dataset->manifest().root);
+    EXPECT_TRUE(c.ok) << c.reason;
+  }
+  EXPECT_GT(not_reached, 10);
+}
+
+// Proofs of each verdict check alone; any byte changed makes them fail.
+TEST(QueryProof, EveryVerdictChecksAloneAndAnyFlippedByteFails) {
+  QueryFixture fx;
+  DataIndex index(fx.dataset->manifest(), fx.facts(200), "test data");
+  const Digest root = fx.dataset->manifest().root;
+  std::map<Verdict, nlohmann::json> proofs;
+  for (auto& d : fx.dataset->manifest().documents) {
+    const Answer a = index.query_id(d.id);
+    if (!proofs.count(a.verdict)) proofs[a.verdict] = index.proof(a);
+  }
+  proofs[Verdict::NotInDataset] = index.proof(index.query_bytes("not here\n", "x"));
+  ASSERT_EQ(proofs.size(), 3u);  // included, held-out, not-in-dataset
+  for (auto& [verdict, proof] : proofs) {
+    const ProofCheck good = check_proof(proof, root);
+    ASSERT_TRUE(good.ok) << verdict_name(verdict) << ": " << good.reason;
+    EXPECT_EQ(good.verdict, verdict_name(verdict));
+    EXPECT_FALSE(check_proof(proof, sha256("other root")).ok);
+    const std::string text = proof.dump();
+    for (size_t i = 0; i < text.size(); ++i) {
+      std::string bad = text;
+      bad[i] = bad[i] == '1' ? '2' : (bad[i] == 'a' ? 'b' : '1');
+      auto j = nlohmann::json::parse(bad, nullptr, false);
+      if (j.is_discarded()) continue;  // no longer JSON: fails to load at all
+      EXPECT_FALSE(check_proof(j, root).ok)
+          << verdict_name(verdict) << " proof with byte " << i << " changed still checks";
+    }
+  }
+}
+
+// A forger who also recomputes the proof's digest is still caught by the checks themselves.
+TEST(QueryProof, ForgedProofsWithARecomputedDigestFail) {
+  QueryFixture fx;
+  DataIndex index(fx.dataset->manifest(), fx.facts(200), "test data");
+  const Digest root = fx.dataset->manifest().root;
+  auto reseal = [](nlohmann::json p) {
+    p.erase("proof_digest");
+    p["proof_digest"] = to_hex(sha256(std::string("wit-query-proof-digest-v1") + p.dump()));
+    return p;
+  };
+  nlohmann::json included;
+  for (auto& d : fx.dataset->manifest().documents) {
+    const Answer a = index.query_id(d.id);
+    if (a.verdict == Verdict::Included) {
+      included = index.proof(a);
+      break;
+    }
+  }
+  ASSERT_TRUE(check_proof(reseal(included), root).ok);
+  auto p = included;
+  p["occurrences"][0]["position"] = p["occurrences"][0]["position"].get<uint64_t>() + 1;
+  EXPECT_TRUE(contains(check_proof(reseal(p), root).reason, "the schedule puts sample"));
+  p = included;
+  p["document_sha256"] = to_hex(sha256("another document"));
+  EXPECT_TRUE(contains(check_proof(reseal(p), root).reason, "membership path"));
+  p = included;
+  p["verdict"] = "not-in-dataset";
+  EXPECT_FALSE(check_proof(reseal(p), root).ok);
+  // Claiming a trained document was held out.
+  p = included;
+  p["verdict"] = "held-out";
+  p["split"] = {{"rule", "wit-split-v1"}, {"seed", 1337}, {"val_fraction", 0.2}, {"key", 0}};
+  EXPECT_FALSE(check_proof(reseal(p), root).ok);
+  EXPECT_TRUE(contains(check_proof(nlohmann::json::parse("{}"), root).reason, "missing field"));
+  EXPECT_FALSE(check_proof(nlohmann::json::parse("[1, 2]"), root).ok);
+}
+
+}  // namespace
+}  // namespace wit::witness

@@ -9,6 +9,7 @@
 
 #include "apps/wit/inspect.h"
 #include "apps/wit/query.h"
+#include "apps/wit/verify.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "trainer/data/prepare.h"
@@ -212,6 +213,39 @@ void add_query(CLI::App& app) {
       ->type_name("FILE");
   sub->add_option("--root", o->root, "Manifest root (64 hex digits) the proof must be for");
   actions()[sub] = [o] { return query(*o); };
+}
+
+void add_verify(CLI::App& app) {
+  auto o = std::make_shared<VerifyCliOptions>();
+  auto* sub = app.add_subcommand(
+      "verify",
+      "Certify a run without trusting its trainer: check the witness log (chains, signatures, "
+      "dataset), recompute every step's batch hash and hyperparameters, replay randomly "
+      "challenged segments (checkpoint to checkpoint) with the trainer's own step and require "
+      "every recorded bit to match, check the published model and the final evaluation. Writes "
+      "RUN/certificate.json, signed with the verifier's key, when the run is certified; exits 1 "
+      "when it is rejected.");
+  sub->add_option("run", o->run, "Run directory");
+  sub->add_option("--data", o->data, "The run's dataset (default: data.dir of its config)")
+      ->type_name("DIR");
+  sub->add_option("--challenges,-c", o->challenges,
+                  "Segments to replay (default: enough for --target at --confidence)");
+  sub->add_option("--target", o->target,
+                  "Fraction of unfaithful steps the challenges must catch (default 0.1)");
+  sub->add_option("--confidence", o->confidence,
+                  "... with this probability (default 0.9): c = log(1-p)/log(1-f)");
+  sub->add_option("--seed", o->seed,
+                  "The verifier's random seed for the challenges (default: Fiat-Shamir from the "
+                  "log's signed head)");
+  sub->add_option("--trainer-key", o->trainer_key,
+                  "Require the log to be signed by this public key (hex or PEM file)");
+  sub->add_option("--key", o->key,
+                  "The verifier's private key, which signs the certificate (default: "
+                  "$WIT_SIGNING_KEY, else ~/.config/wit/signing-key.pem)");
+  sub->add_option("--check-certificate", o->check_certificate,
+                  "Check a certificate's signature instead")
+      ->type_name("FILE");
+  actions()[sub] = [o] { return verify(*o); };
 }
 
 int run_selected(CLI::App& app) {

@@ -10,6 +10,7 @@ void add_train(CLI::App& app);
 void add_config(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_query(CLI::App& app);
+void add_verify(CLI::App& app);
 void add_keygen(CLI::App& app);
 
 // Runs whichever subcommand the parse selected; returns the exit code.

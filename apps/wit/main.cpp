@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   wit::cli::add_keygen(app);
   wit::cli::add_inspect(app);
   wit::cli::add_query(app);
+  wit::cli::add_verify(app);
 
   try {
     app.parse(argc, argv);

@@ -23,7 +23,8 @@ bool same_counts(const Heads& a, const Heads& b) {
          a.evals == b.evals;
 }
 
-// Writes a complete log file at a temporary path beside `file`, then renames it into place.
+}  // namespace
+
 void write_log_file(const fs::path& file, const RunMeta& meta, const Tables& main,
                     const std::vector<std::pair<std::string, Tables>>& superseded) {
   const fs::path tmp = file.string() + ".tmp";
@@ -48,8 +49,6 @@ void write_log_file(const fs::path& file, const RunMeta& meta, const Tables& mai
   fs::rename(tmp, file, ec);
   if (ec) fail("cannot move {} into place as {}: {}", tmp.string(), file.string(), ec.message());
 }
-
-}  // namespace
 
 LogWriter::LogWriter(const fs::path& file, SigningKey key, const Heads& heads,
                      const SignatureRow* last_signature)

@@ -28,6 +28,12 @@ struct ResumePoint {
   CheckpointFields checkpoint;  // the checkpoint loaded (ignored when steps_done is 0)
 };
 
+// Writes a complete log file from rows as they are (hashes and signatures included), atomically:
+// a temporary beside `file`, then renamed over it. For repairs and migrations; LogWriter::resume
+// uses it.
+void write_log_file(const std::filesystem::path& file, const RunMeta& meta, const Tables& main,
+                    const std::vector<std::pair<std::string, Tables>>& superseded);
+
 class LogWriter {
  public:
   // Starts the log of a new run; `file` must not exist. The log is signed at once (the genesis).

@@ -117,6 +117,28 @@ std::vector<Digest> merkle_inclusion_proof(const std::vector<Digest>& leaves_x, 
   return proof;
 }
 
+MerkleTree::MerkleTree(const std::vector<Digest>& leaves_x) {
+  if (leaves_x.empty()) return;
+  TreeHasher hasher;
+  levels_.push_back(merkle_leaves(hasher, leaves_x));
+  while (levels_.back().size() > 1) {
+    std::vector<Digest> up = levels_.back();
+    merkle_level_up(hasher, up);
+    levels_.push_back(std::move(up));
+  }
+}
+
+Digest MerkleTree::root() const { return levels_.empty() ? sha256("") : levels_.back()[0]; }
+
+std::vector<Digest> MerkleTree::inclusion_proof(size_t index) const {
+  if (index >= size())
+    fail("Merkle inclusion proof: leaf {} does not exist in a tree of {} leaves", index, size());
+  std::vector<Digest> proof;
+  for (size_t l = 0, i = index; l + 1 < levels_.size(); ++l, i /= 2)
+    if ((i ^ 1) < levels_[l].size()) proof.push_back(levels_[l][i ^ 1]);
+  return proof;
+}
+
 bool merkle_verify_inclusion(const Digest& x, size_t index, size_t tree_size,
                              const std::vector<Digest>& proof, const Digest& root) {
   if (index >= tree_size) return false;

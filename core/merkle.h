@@ -30,6 +30,19 @@ Digest merkle_root(const std::vector<Digest>& leaves_x);
 // Audit path for leaf `index` (throws wit::Error when index >= leaves_x.size()). O(n) time.
 std::vector<Digest> merkle_inclusion_proof(const std::vector<Digest>& leaves_x, size_t index);
 
+// The whole tree kept in memory (every level: about 2n digests), for serving many proofs: each
+// path is then O(log n) instead of a rebuild. Same root and same paths as the functions above.
+class MerkleTree {
+ public:
+  explicit MerkleTree(const std::vector<Digest>& leaves_x);
+  Digest root() const;
+  size_t size() const { return levels_.empty() ? 0 : levels_[0].size(); }
+  std::vector<Digest> inclusion_proof(size_t index) const;
+
+ private:
+  std::vector<std::vector<Digest>> levels_;  // levels_[0]: leaf hashes; the last: the root
+};
+
 // True iff `proof` shows that x is leaf `index` of a tree of `tree_size` leaves with `root`
 // (RFC 9162 section 2.1.3.2). Never throws: a malformed proof is simply false.
 bool merkle_verify_inclusion(const Digest& x, size_t index, size_t tree_size,

@@ -161,5 +161,20 @@ TEST(Merkle, a_million_leaves_take_well_under_a_second) {
   EXPECT_TRUE(merkle_verify_inclusion(d[654321], 654321, d.size(), proof, root));
 }
 
+TEST(MerkleTree, SameRootAndPathsAsTheFunctions) {
+  for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(5), size_t(8), size_t(13),
+                   size_t(64), size_t(100)}) {
+    std::vector<Digest> xs;
+    for (size_t i = 0; i < n; ++i) xs.push_back(sha256("leaf " + std::to_string(i)));
+    const MerkleTree tree(xs);
+    EXPECT_EQ(tree.root(), merkle_root(xs)) << n;
+    EXPECT_EQ(tree.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(tree.inclusion_proof(i), merkle_inclusion_proof(xs, i)) << n << " leaf " << i;
+      EXPECT_TRUE(merkle_verify_inclusion(xs[i], i, n, tree.inclusion_proof(i), tree.root()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wit

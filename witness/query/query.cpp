@@ -166,6 +166,11 @@ Digest proof_digest(json proof) {
 
 }  // namespace
 
+const MerkleTree& DataIndex::tree() const {
+  if (!tree_) tree_ = std::make_unique<MerkleTree>(sorted_hashes_);
+  return *tree_;
+}
+
 json DataIndex::proof(const Answer& a) const {
   WIT_CHECK(a.verdict != Verdict::Empty, "no proof for an empty document");
   const auto& m = manifest_;
@@ -185,11 +190,10 @@ json DataIndex::proof(const Answer& a) const {
       if (i < n)
         neighbors.push_back({{"leaf_index", i},
                              {"sha256", to_hex(sorted_hashes_[i])},
-                             {"path", hex_list(merkle_inclusion_proof(sorted_hashes_, i))}});
+                             {"path", hex_list(tree().inclusion_proof(i))}});
     p["neighbors"] = neighbors;
   } else {
-    p["membership"] = {{"leaf_index", at},
-                       {"path", hex_list(merkle_inclusion_proof(sorted_hashes_, at))}};
+    p["membership"] = {{"leaf_index", at}, {"path", hex_list(tree().inclusion_proof(at))}};
   }
   if (a.verdict == Verdict::HeldOut) {
     p["split"] = {{"rule", data::kSplitRuleHash},

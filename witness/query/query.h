@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/merkle.h"
 #include "core/sha256.h"
 #include "trainer/data/manifest.h"
 #include "trainer/data/schedule.h"
@@ -102,6 +104,9 @@ class DataIndex {
   std::vector<std::pair<Digest, uint64_t>> sorted_;  // (sha256, document id), ascending
   std::vector<Digest> sorted_hashes_;                // the Merkle leaves, in tree order
   std::vector<data::Permutation> epochs_;            // every epoch the run began
+  // Built on the first proof (2n digests); queries alone never pay for it.
+  mutable std::unique_ptr<MerkleTree> tree_;
+  const MerkleTree& tree() const;
 };
 
 struct ProofCheck {

@@ -25,12 +25,6 @@ struct Layout {
   uint64_t payload = 0;  // offset of params
 };
 
-Sha256 state_hasher(int64_t step, int64_t n) {
-  Sha256 h;
-  h.update("wit-state-v1").update_u64(uint64_t(step)).update_u64(uint64_t(n));
-  return h;
-}
-
 // Reads and checks the header and the trailer (not the payload's hash).
 Layout read_layout(std::ifstream& in, const std::filesystem::path& file) {
   char magic[8];
@@ -81,6 +75,12 @@ void read_floats(std::ifstream& in, float* out, int64_t n, const std::filesystem
 }
 
 }  // namespace
+
+Sha256 state_hasher(int64_t step, int64_t n) {
+  Sha256 h;
+  h.update("wit-state-v1").update_u64(uint64_t(step)).update_u64(uint64_t(n));
+  return h;
+}
 
 Digest state_hash(int64_t step, const torch::Tensor& params, const torch::Tensor& m,
                   const torch::Tensor& v) {

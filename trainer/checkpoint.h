@@ -38,6 +38,8 @@ struct Checkpoint {
 
 Digest state_hash(int64_t step, const torch::Tensor& params, const torch::Tensor& m,
                   const torch::Tensor& v);
+// The hash above, open for streaming: feed params, m and v in order, then finish().
+Sha256 state_hasher(int64_t step, int64_t num_params);
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int64_t step);
 

@@ -1,5 +1,7 @@
 #include "trainer/engine.h"
 
+#include <optional>
+
 #include "core/error.h"
 #include "trainer/safetensors.h"
 #include "trainer/sharded.h"
@@ -43,6 +45,11 @@ class Replicated final : public Engine {
   Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
     if (!comm_.is_root()) return {};
     return save_checkpoint(file, info, model_.flat_params(), opt_.m, opt_.v);
+  }
+  torch::Tensor full_params() override { return model_.flat_params(); }
+  Digest state_hash() override {
+    if (!comm_.is_root()) return {};
+    return wit::state_hash(opt_.step, model_.flat_params(), opt_.m, opt_.v);
   }
   void export_model(const std::filesystem::path& file,
                     const std::map<std::string, std::string>& metadata) override {
@@ -92,34 +99,23 @@ class Sharded final : public Engine {
     const float* shard = model_.params_shard().data_ptr<float>();
     return sum_sketches(witness::sketch_weights(shard, L.begin, L.owned()), comm_).bytes();
   }
-  // Shards stream through rank 0 into the one canonical file: params of ranks 0..N−1, then m,
-  // then v. Rank 0 holds one shard at a time.
+  // Shards stream through rank 0 into the one canonical file.
   Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
-    const auto& L = model_.layout();
-    const torch::Tensor* parts[3] = {&model_.params_shard(), &opt_.m, &opt_.v};
-    if (!comm_.is_root()) {
-      for (auto* t : parts) comm_.send(t->data_ptr<float>(), size_t(L.shard_size) * 4, 0);
-      return {};
+    std::optional<CheckpointWriter> w;
+    if (comm_.is_root()) {
+      CheckpointInfo i = info;
+      i.num_params = model_.layout().num_params;
+      w.emplace(file, i);
     }
-    CheckpointInfo i = info;
-    i.num_params = L.num_params;
-    CheckpointWriter w(file, i);
-    auto buf = torch::empty({L.shard_size}, torch::kFloat32);
-    // Receive every rank's three shards in order (they send params, m, v).
-    std::vector<std::vector<torch::Tensor>> shards(size_t(L.world));
-    for (int r = 1; r < L.world; ++r)
-      for (int k = 0; k < 3; ++k) {
-        shards[size_t(r)].push_back(torch::empty({L.shard_size}, torch::kFloat32));
-        comm_.recv(shards[size_t(r)].back().data_ptr<float>(), size_t(L.shard_size) * 4, r);
-      }
-    for (int k = 0; k < 3; ++k)
-      for (int r = 0; r < L.world; ++r) {
-        const int64_t n =
-            std::clamp<int64_t>(L.num_params - int64_t(r) * L.shard_size, 0, L.shard_size);
-        const torch::Tensor& t = r == 0 ? *parts[k] : shards[size_t(r)][size_t(k)];
-        w.write(t.data_ptr<float>(), n);
-      }
-    return w.finish();
+    stream_state([&](const float* p, int64_t n) { w->write(p, n); });
+    return w ? w->finish() : Digest{};
+  }
+  torch::Tensor full_params() override { return model_.gather_all(); }
+  Digest state_hash() override {
+    std::optional<Sha256> h;
+    if (comm_.is_root()) h = state_hasher(opt_.step, model_.layout().num_params);
+    stream_state([&](const float* p, int64_t n) { h->update(p, size_t(n) * sizeof(float)); });
+    return h ? h->finish() : Digest{};
   }
   void export_model(const std::filesystem::path& file,
                     const std::map<std::string, std::string>& metadata) override {
@@ -131,6 +127,31 @@ class Sharded final : public Engine {
   }
 
  private:
+  // Collective: every rank's params, m and v shards reach rank 0, which hands the canonical
+  // order (params of ranks 0..N−1, then m, then v) to `sink` without the padding.
+  template <typename Sink>
+  void stream_state(Sink&& sink) {
+    const auto& L = model_.layout();
+    const torch::Tensor* parts[3] = {&model_.params_shard(), &opt_.m, &opt_.v};
+    if (!comm_.is_root()) {
+      for (auto* t : parts) comm_.send(t->data_ptr<float>(), size_t(L.shard_size) * 4, 0);
+      return;
+    }
+    std::vector<std::vector<torch::Tensor>> shards(size_t(L.world));
+    for (int r = 1; r < L.world; ++r)
+      for (int k = 0; k < 3; ++k) {
+        shards[size_t(r)].push_back(torch::empty({L.shard_size}, torch::kFloat32));
+        comm_.recv(shards[size_t(r)].back().data_ptr<float>(), size_t(L.shard_size) * 4, r);
+      }
+    for (int k = 0; k < 3; ++k)
+      for (int r = 0; r < L.world; ++r) {
+        const int64_t n =
+            std::clamp<int64_t>(L.num_params - int64_t(r) * L.shard_size, 0, L.shard_size);
+        const torch::Tensor& t = r == 0 ? *parts[k] : shards[size_t(r)][size_t(k)];
+        sink(t.data_ptr<float>(), n);
+      }
+  }
+
   ShardedGPT model_;
   dist::Communicator& comm_;
   GradientPool pool_;

@@ -4,7 +4,8 @@
 
 namespace wit {
 
-BucketReducer::BucketReducer(dist::Communicator& comm) : comm_(comm) {
+BucketReducer::BucketReducer(dist::Communicator& comm, bool canonical)
+    : comm_(comm), canonical_(canonical) {
   if (comm_.supports_helper_thread()) thread_ = std::thread([this] { run(); });
 }
 
@@ -20,6 +21,7 @@ BucketReducer::~BucketReducer() {
 void BucketReducer::reduce(torch::Tensor& bucket) {
   WIT_CHECK(bucket.is_contiguous() && bucket.dtype() == torch::kFloat32, "bucket layout");
   const int64_t n = bucket.numel(), N = comm_.size();
+  if (!canonical_) return dist::sum_in_arrival_order(comm_, bucket.data_ptr<float>(), n);
   // Any split works: every element is summed over ranks in the same tree whoever owns it.
   std::vector<int64_t> counts(static_cast<size_t>(N), n / N);
   for (int64_t r = 0; r < n % N; ++r) ++counts[size_t(r)];

@@ -17,7 +17,8 @@ namespace wit {
 
 class BucketReducer {
  public:
-  explicit BucketReducer(dist::Communicator& comm);
+  // canonical: false sums in arrival order (dist.reduction = arrival).
+  explicit BucketReducer(dist::Communicator& comm, bool canonical = true);
   ~BucketReducer();
   BucketReducer(const BucketReducer&) = delete;
   BucketReducer& operator=(const BucketReducer&) = delete;
@@ -33,6 +34,7 @@ class BucketReducer {
   void run();
 
   dist::Communicator& comm_;
+  bool canonical_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<torch::Tensor> queue_;

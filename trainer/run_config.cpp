@@ -40,6 +40,12 @@ const config::Schema& run_schema() {
     s.add_string("dist", "mode", "ddp",
                  "several processes: ddp (full state on every rank) or fsdp (sharded)",
                  {"ddp", "fsdp"});
+    s.add_string("dist", "reduction", "canonical",
+                 "how ddp sums gradients over ranks: canonical (one fixed tree, the same bits at "
+                 "any world size: certifiable) or arrival (in the order ranks' messages reach "
+                 "rank 0: the bits depend on timing, so `wit verify` reports the run as not "
+                 "reproducible)",
+                 {"canonical", "arrival"});
 
     s.add_int("witness", "fingerprint_every", 100,
               "steps between behavioural fingerprints (model outputs on the probe batch; "
@@ -81,6 +87,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.optim.eps = c.get_float("optim.eps");
   r.optim.grad_clip = c.get_float("optim.grad_clip");
   r.dist_mode = c.get_string("dist.mode");
+  r.dist_reduction = c.get_string("dist.reduction");
   r.witness.fingerprint_every = c.get_int("witness.fingerprint_every");
   r.witness.probe_sequences = c.get_int("witness.probe_sequences");
 
@@ -91,6 +98,8 @@ RunConfig run_config_from(const config::Config& c) {
     fail("data.seq_len = {} exceeds model.context = {}", r.data.seq_len, r.model.context);
   if (r.optim.min_lr > r.optim.lr)
     fail("optim.min_lr = {} exceeds optim.lr = {}", r.optim.min_lr, r.optim.lr);
+  if (r.dist_reduction == "arrival" && r.dist_mode != "ddp")
+    fail("dist.reduction = arrival needs dist.mode = ddp (sharded training sums canonically)");
   if (r.data.dir.empty()) fail("data.dir is empty: name a directory made by `wit prepare`");
   return r;
 }
@@ -101,6 +110,9 @@ std::string trajectory_yaml(const config::Config& c) {
   std::vector<std::string> exclude = resume_mutable_keys();
   exclude.push_back("data.dir");
   exclude.push_back("witness.");
+  // The canonical reduction gives the same bits at any world size; another one is part of the
+  // trajectory (and of the genesis).
+  if (c.get_string("dist.reduction") == "canonical") exclude.push_back("dist.reduction");
   return c.to_yaml(exclude);
 }
 

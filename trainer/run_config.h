@@ -42,6 +42,9 @@ struct RunConfig {
   TrainConfig train;
   optim::AdamWConfig optim;
   std::string dist_mode = "ddp";  // ddp: replicated state; fsdp: sharded state (ZeRO-3)
+  // canonical: gradients summed over ranks in one fixed tree; arrival: in the order they reach
+  // rank 0 (not reproducible, never certified).
+  std::string dist_reduction = "canonical";
   WitnessConfig witness;
   int64_t tokens_per_step() const {
     return train.micro_batches * train.micro_batch_size * data.seq_len;

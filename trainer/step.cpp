@@ -228,7 +228,7 @@ StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext&
     // The last micro-batch with several ranks: as each unit's gradient becomes final, finish
     // the local tree on that slice and hand it to the reducer, which sums it over ranks while
     // the backward of the units before it goes on. Buckets are units, posted last to first.
-    BucketReducer reducer(comm);
+    BucketReducer reducer(comm, ctx.canonical_reduction);
     auto loss = backward_by_unit(model, mb, gen, [&](const model::Unit& u) {
       auto slice = [&](const torch::Tensor& t) { return t.narrow(0, u.begin, u.end - u.begin); };
       auto part = grad_sum.map(slice, [](torch::Tensor& a, const torch::Tensor& x) { a.add_(x); });

@@ -56,6 +56,8 @@ struct StepContext {
   // Record the witness facts (batch hash, RNG commitment, weight fingerprint). Always on in
   // training; off only where a benchmark measures what witnessing costs.
   bool witness = true;
+  // false: gradients summed over ranks in arrival order (dist.reduction = arrival).
+  bool canonical_reduction = true;
 };
 
 // What one rank attests about the micro-batches it computed.

@@ -283,6 +283,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
 
   MetricsFile metrics(dir / "metrics.jsonl", is_root);
   StepContext ctx{&batches, rc.optim, total, rc.train.seed, &comm};
+  ctx.canonical_reduction = rc.dist_reduction == "canonical";
   TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, log_file, is_root};
   int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
 

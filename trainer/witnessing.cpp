@@ -99,7 +99,7 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
       {"backend", comm.backend()},
       {"dist_mode", rc.dist_mode},
       {"layout", layout},
-      {"reduction", "canonical-tree"},
+      {"reduction", rc.dist_reduction == "canonical" ? "canonical-tree" : rc.dist_reduction},
       {"threads", rc.train.threads},
       {"versions", versions},
       {"hardware", hardware},

@@ -42,6 +42,9 @@ class Communicator {
   // Every rank's `bytes` bytes at `mine`, concatenated in rank order into `all` (size·bytes).
   virtual void all_gather_bytes(const void* mine, size_t bytes, void* all) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // Receives `bytes` bytes from whichever rank's send() arrives first; returns that rank.
+  // Backends without such a receive throw.
+  virtual int recv_any(void* data, size_t bytes);
   virtual void barrier() = 0;
   // Brings the whole job down (other ranks included) after a fatal error on this rank.
   virtual void abort(int code) = 0;
@@ -67,6 +70,10 @@ std::vector<int64_t> block_starts(const std::vector<int64_t>& counts, int size);
 
 // One process: every collective is the identity.
 std::unique_ptr<Communicator> make_single_process();
+
+// n floats summed over ranks in the order the ranks' messages reach rank 0, then broadcast:
+// the bits depend on timing (dist.reduction = arrival; never certifiable).
+void sum_in_arrival_order(Communicator& comm, float* data, int64_t n);
 
 // Sum of one double per rank in the canonical tree over ranks (size a power of two).
 double sum_canonical(Communicator& comm, double mine);

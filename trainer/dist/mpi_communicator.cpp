@@ -127,6 +127,19 @@ class MpiCommunicator final : public Communicator {
                        comm_, MPI_STATUS_IGNORE));
   }
 
+  int recv_any(void* data, size_t bytes) override {
+    char* p = static_cast<char*>(data);
+    MPI_Status status;
+    // The first chunk from whoever is first; the rest from that rank (send() chunks in order).
+    WIT_MPI(MPI_Recv(p, int(std::min(size_t(kMaxCount), bytes)), MPI_BYTE, MPI_ANY_SOURCE, 1, comm_,
+                     &status));
+    const int from = status.MPI_SOURCE;
+    for (size_t off = size_t(kMaxCount); off < bytes; off += size_t(kMaxCount))
+      WIT_MPI(MPI_Recv(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, from, 1,
+                       comm_, MPI_STATUS_IGNORE));
+    return from;
+  }
+
   void all_gather_bytes(const void* mine, size_t bytes, void* all) override {
     WIT_CHECK(bytes <= size_t(INT_MAX), "all-gather of {} bytes", bytes);
     WIT_MPI(MPI_Allgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_));

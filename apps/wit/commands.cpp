@@ -224,12 +224,19 @@ void add_verify(CLI::App& app) {
       "challenged segments (checkpoint to checkpoint) with the trainer's own step and require "
       "every recorded bit to match, check the published model and the final evaluation. Writes "
       "RUN/certificate.json, signed with the verifier's key, when the run is certified; exits 1 "
-      "when it is rejected.");
+      "when it is rejected, 3 when the run declares a setting that no replay can repeat (not "
+      "reproducible). Under `mpirun -np N` the replay runs on N processes (N a power of two "
+      "dividing train.micro_batches), whatever world size trained the run.");
   sub->add_option("run", o->run, "Run directory");
   sub->add_option("--data", o->data, "The run's dataset (default: data.dir of its config)")
       ->type_name("DIR");
   sub->add_option("--challenges,-c", o->challenges,
                   "Segments to replay (default: enough for --target at --confidence)");
+  sub->add_option("--segment", o->segment,
+                  "Steps per challenged segment: the run is cut into aligned blocks of K steps, "
+                  "each replayed from the checkpoint at or before it (default: the stretches "
+                  "between checkpoints)")
+      ->type_name("K");
   sub->add_option("--target", o->target,
                   "Fraction of unfaithful steps the challenges must catch (default 0.1)");
   sub->add_option("--confidence", o->confidence,
@@ -242,6 +249,16 @@ void add_verify(CLI::App& app) {
   sub->add_option("--key", o->key,
                   "The verifier's private key, which signs the certificate (default: "
                   "$WIT_SIGNING_KEY, else ~/.config/wit/signing-key.pem)");
+  sub->add_option("--tolerance", o->tolerance,
+                  "Replay on other hardware: accept losses, gradient norms, probe outputs and "
+                  "evaluations within this relative distance, and checkpointed weights within "
+                  "it in relative L2 distance; reports the distances seen and never certifies "
+                  "(\"consistent within tolerance\")")
+      ->type_name("REL");
+  sub->add_option("--mode", o->mode,
+                  "Layout of the replay on several processes: ddp (full state on each) or fsdp "
+                  "(sharded; for models one process cannot hold)")
+      ->check(CLI::IsMember({"ddp", "fsdp"}));
   sub->add_option("--check-certificate", o->check_certificate,
                   "Check a certificate's signature instead")
       ->type_name("FILE");

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "core/error.h"
 #include "core/fs.h"
+#include "trainer/dist/mpi_communicator.h"
 #include "trainer/witnessing.h"
 #include "witness/verify/verify.h"
 
@@ -27,31 +30,66 @@ int verify(const VerifyCliOptions& o) {
     return 0;
   }
   if (o.run.empty()) fail("wit verify needs a run directory (or --check-certificate FILE)");
+  auto comm = dist::make_communicator();
+  const bool root = comm->is_root();
   witness::VerifyOptions v;
   v.run = o.run;
   v.data = o.data;
+  v.mode = o.mode;
+  if (o.segment < 0) fail("--segment must be a positive number of steps, got {}", o.segment);
+  v.segment = o.segment;
   v.challenges = o.challenges >= 0 ? o.challenges : witness::challenges_for(o.target, o.confidence);
   if (v.challenges < 1) fail("--challenges must be at least 1");
   if (o.seed >= 0) v.seed = uint64_t(o.seed);
+  if (o.tolerance >= 0) v.tolerance = o.tolerance;
   if (!o.trainer_key.empty()) v.trusted_key = witness::load_public_key(o.trainer_key);
   // The verifier's key signs the certificate: load it before the (long) replay.
-  const witness::SigningKey key = training_key(o.key, false);
-  fmt::print("verifying {} with {} challenge(s)\n", o.run.string(), v.challenges);
-  const witness::VerifyReport r = witness::verify_run(v, [](const std::string& line) {
+  std::optional<witness::SigningKey> key;
+  if (root) key = training_key(o.key, false);
+  if (root)
+    fmt::print("verifying {} with {} challenge(s) on {} process(es){}\n", o.run.string(),
+               v.challenges, comm->size(),
+               v.tolerance ? fmt::format(", tolerance {:.3g}", *v.tolerance) : "");
+  const witness::VerifyReport r = witness::verify_run(v, *comm, [](const std::string& line) {
     fmt::print("{}\n", line);
     std::fflush(stdout);
   });
-  if (!r.certified) {
-    fmt::print("REJECTED: {}\n", [&] {
-      for (auto& s : r.stages)
-        if (!s.passed) return s.name + ": " + s.detail;
-      return std::string("?");
-    }());
+  const witness::VerifyCost& c = r.cost;
+  if (root && c.replayed_steps > 0)
+    fmt::print(
+        "cost: {} steps replayed in {:.2f}s ({:.3f}s/step; the trainer logged {:.3f}s/step), "
+        "{} checkpoint load(s) in {:.2f}s, data audit {:.2f}s, {:.1f}s in all\n",
+        c.replayed_steps, c.replay_seconds, c.replay_seconds / double(c.replayed_steps),
+        c.logged_seconds / double(c.replayed_steps), c.loads, c.load_seconds, c.audit_seconds,
+        c.total_seconds);
+  if (!root)
+    return r.outcome == witness::Outcome::Rejected          ? 1
+           : r.outcome == witness::Outcome::NotReproducible ? kExitNotReproducible
+                                                            : 0;
+  if (r.outcome == witness::Outcome::Rejected) {
+    fmt::print("REJECTED: {}\n", r.reason);
     return 1;
   }
-  const auto cert = witness::sign_certificate(r.certificate, key);
+  if (r.outcome == witness::Outcome::NotReproducible) {
+    fmt::print(
+        "NOT REPRODUCIBLE: {}\n  no certificate: this is not evidence of fraud, and not "
+        "a certification either\n",
+        r.reason);
+    return kExitNotReproducible;
+  }
+  const auto cert = witness::sign_certificate(r.certificate, *key);
   const fs::path file = o.run / "certificate.json";
   write_file_atomic(file, cert.dump(2) + "\n");
+  if (r.outcome == witness::Outcome::ConsistentWithinTolerance) {
+    const witness::Distances& d = r.distances;
+    fmt::print(
+        "CONSISTENT WITHIN TOLERANCE: {} ({} of {} segments replayed; not certified: {})\n"
+        "  largest distances seen: loss {:.3g}, grad_norm {:.3g}, probe log-prob {:.3g}, eval "
+        "{:.3g}, checkpointed weights {:.3g}\n  report {}\n",
+        o.run.string(), r.challenged.size(), r.segments, r.reason, d.loss, d.grad_norm,
+        d.probe_logprob, d.eval, d.weights, file.string());
+    return 0;
+  }
   fmt::print("CERTIFIED: {} ({} of {} segments replayed exactly)\n  {}\n  certificate {}\n",
              o.run.string(), r.challenged.size(), r.segments,
              cert["guarantee"]["statement"].get<std::string>(), file.string());

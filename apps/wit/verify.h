@@ -17,7 +17,14 @@ struct VerifyCliOptions {
   std::string trainer_key;    // public key the trainer must have signed with
   std::filesystem::path key;  // the verifier's signing key (default: the machine's key)
   std::filesystem::path check_certificate;
+  int64_t segment = 0;       // 0: checkpoint to checkpoint
+  double tolerance = -1;     // < 0: exact replay (the default, the only mode that certifies)
+  std::string mode = "ddp";  // the verifier's layout when launched with mpirun
 };
+
+// Exit codes: 0 certified (or consistent within tolerance), 1 rejected or an error,
+// 3 not reproducible.
+constexpr int kExitNotReproducible = 3;
 
 int verify(const VerifyCliOptions& o);
 

@@ -4,17 +4,7 @@
 # a 99 % confidence interval. (A fraction f of forged steps makes at least a fraction f of the
 # segments bad, so 1 - (1 - f)^c is the certificate's bound.)
 # Usage: detection_rate.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
-set -uo pipefail
-wit=$1
-liar=$2
-src=$3
-work=$(mktemp -d /tmp/wit-rate-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export WIT_SIGNING_KEY="$work/trainer.pem"
-"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
-"$wit" keygen --out "$work/verifier.pem" >/dev/null
-"$wit" prepare --out "$work/data" >/dev/null || fail prepare
+source "$(dirname "$0")/verify_setup.sh"
 # 8 segments of 2 steps; 2 of them forged (one step each): g = 0.25.
 "$wit" train "$src/configs/tiny.yaml" --set data.dir="$work/data" --set model.n_layer=1 \
   --set model.n_head=2 --set model.n_embd=16 --set model.context=16 --set data.seq_len=8 \

@@ -2,35 +2,84 @@
 # Honest runs are certified when replayed on one process, whatever world size and layout trained
 # them; each dishonest trainer (tests/witness/dishonest.cpp: a well-formed log, signed with the
 # run's own key) is rejected, and the reason names the first mismatching step and field.
+# Also: certificates with any field changed fail their check; an honest run with a
+# nondeterministic setting is "not reproducible"; tolerance mode; bad input.
 # Usage: dishonest_runs.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
-set -uo pipefail
-wit=$1
-liar=$2
-src=$3
-work=$(mktemp -d /tmp/wit-verify-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export WIT_SIGNING_KEY="$work/trainer.pem"
-"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
-"$wit" keygen --out "$work/verifier.pem" >/dev/null
-"$wit" prepare --out "$work/data" >/dev/null || fail prepare
-sets=(--set data.dir="$work/data" --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
-      --set model.context=32 --set model.dropout=0.1 --set data.seq_len=16 --set train.steps=12
-      --set train.micro_batches=4 --set train.micro_batch_size=2 --set train.threads=1
-      --set train.checkpoint_every=3 --set train.eval_every=6 --set witness.fingerprint_every=2)
-cfg="$src/configs/tiny.yaml"
-mpirun="mpirun --oversubscribe --bind-to none -np"
+source "$(dirname "$0")/verify_setup.sh"
 "$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null || fail "train n1"
 $mpirun 2 "$wit" train "$cfg" "${sets[@]}" --out "$work/n2" -q >/dev/null || fail "train n2"
 $mpirun 4 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f4" -q >/dev/null || fail "train f4"
 
-verify() { "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" -c 40 "${@:2}"; }
+# Every honest run is certified by a verifier on one process and on two (either layout).
 for run in n1 n2 f4; do
-  verify "$work/$run" >"$work/$run.out" 2>&1 || { cat "$work/$run.out"; fail "honest run $run rejected"; }
-  grep -q "^CERTIFIED" "$work/$run.out" || fail "no CERTIFIED line for $run"
-  "$wit" verify --check-certificate "$work/$run/certificate.json" >/dev/null || fail "certificate of $run"
-  echo "honest $run: certified"
+  for replay in 1 2 2f; do
+    case $replay in
+      1) launch=() extra=() ;;
+      2) launch=($mpirun 2) extra=() ;;
+      2f) launch=($mpirun 2) extra=(--mode fsdp) ;;
+    esac
+    rm -f "$work/$run/certificate.json"
+    "${launch[@]}" "$wit" verify "$work/$run" --key "$work/verifier.pem" \
+      --trainer-key "$WIT_SIGNING_KEY.pub" -c 40 "${extra[@]}" >"$work/$run.out" 2>&1 ||
+      { cat "$work/$run.out"; fail "honest run $run rejected when replayed at $replay"; }
+    grep -q "^CERTIFIED" "$work/$run.out" || fail "no CERTIFIED line for $run at $replay"
+    grep -q "replayed bit for bit on ${replay%f} process(es)" "$work/$run.out" || fail "$run: replay size"
+    "$wit" verify --check-certificate "$work/$run/certificate.json" >/dev/null || fail "certificate of $run"
+    echo "honest $run replayed on $replay: certified"
+  done
+done
+
+# A certificate with any field changed no longer checks.
+/usr/bin/python3 - "$work/n1/certificate.json" "$work" <<'PY' || fail "certificate fields"
+import json, sys
+cert = json.load(open(sys.argv[1]))
+def variants(value):
+    if isinstance(value, bool): yield not value
+    elif isinstance(value, (int, float)): yield value + 1
+    elif isinstance(value, str): yield value[:-1] + ("0" if value[-1:] != "0" else "1")
+    elif isinstance(value, list): yield value[:-1] if value else [0]
+    elif isinstance(value, dict):
+        for k in value:
+            for v in variants(value[k]): yield {**value, k: v}
+n = 0
+for key in cert:
+    if key == "signature": continue
+    for v in variants(cert[key]):
+        json.dump({**cert, key: v}, open(f"{sys.argv[2]}/cert-{n}.json", "w"))
+        n += 1
+json.dump({k: v for k, v in cert.items() if k != "guarantee"}, open(f"{sys.argv[2]}/cert-{n}.json", "w"))
+print(f"{n + 1} tampered certificates")
+PY
+tampered=0
+for f in "$work"/cert-*.json; do
+  if "$wit" verify --check-certificate "$f" >"$work/cert.out" 2>&1; then
+    cat "$f"; fail "a tampered certificate ($f) checks"
+  fi
+  grep -q "INVALID certificate" "$work/cert.out" || { cat "$work/cert.out"; fail "tampered certificate: message"; }
+  tampered=$((tampered + 1))
+done
+[ "$tampered" -ge 15 ] || fail "only $tampered tampered certificates tried"
+echo "certificates: $tampered tampered variants, every one invalid"
+
+# An honest run with a nondeterministic setting: neither certified nor called fraud.
+$mpirun 4 "$wit" train "$cfg" "${sets[@]}" --set dist.reduction=arrival --out "$work/a4" -q >/dev/null || fail "train a4"
+verify "$work/a4" >"$work/a4.out" 2>&1
+rc=$?
+[ $rc -eq 3 ] || { cat "$work/a4.out"; fail "nondeterministic run: exit $rc, expected 3 (not reproducible)"; }
+grep -q "^NOT REPRODUCIBLE: dist.reduction = arrival" "$work/a4.out" || { cat "$work/a4.out"; fail "a4: reason"; }
+grep -Eq "^(CERTIFIED|REJECTED)" "$work/a4.out" && fail "a4: certified or rejected"
+[ -f "$work/a4/certificate.json" ] && fail "a4: a certificate was written"
+echo "nondeterministic a4: $(grep "^NOT REPRODUCIBLE" "$work/a4.out" | cut -c1-150)"
+
+# Tolerance mode: replay compared within thresholds, distances reported, never "certified".
+for run in n1 a4; do
+  verify "$work/$run" --tolerance 1e-3 >"$work/tol.out" 2>&1 || { cat "$work/tol.out"; fail "$run: tolerance"; }
+  grep -q "^CONSISTENT WITHIN TOLERANCE" "$work/tol.out" || { cat "$work/tol.out"; fail "$run: tolerance verdict"; }
+  grep -q "^CERTIFIED" "$work/tol.out" && fail "$run: tolerance certified"
+  grep -q "largest distances seen: loss" "$work/tol.out" || fail "$run: no distances"
+  grep -q '"result": "consistent within tolerance"' "$work/$run/certificate.json" || fail "$run: report"
+  echo "tolerance $run: $(grep "largest distances" "$work/tol.out")"
+  rm -f "$work/$run/certificate.json"
 done
 
 # Each lie: a fresh copy of the honest run, rewritten by the dishonest trainer.
@@ -72,4 +121,32 @@ PY
 if verify "$work/lie" >"$work/lie.out" 2>&1; then fail "a tampered log was certified"; fi
 grep -q "REJECTED: structure: steps row 3, field record_hash" "$work/lie.out" || { cat "$work/lie.out"; fail "tampered log: reason"; }
 echo "tampered log: $(grep REJECTED "$work/lie.out")"
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && "$liar" "$work/lie" "$WIT_SIGNING_KEY" forge-loss 8 >/dev/null
+if verify "$work/lie" --tolerance 1e-7 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "forged loss within 1e-7"; fi
+grep -q "REJECTED: challenges: step 8, field loss: .*exceeds the tolerance" "$work/lie.out" || { cat "$work/lie.out"; fail "tolerance: reason"; }
+echo "tolerance, forged loss: $(grep REJECTED "$work/lie.out")"
+# Segments of k steps: each replayed from the checkpoint at or before it.
+verify_c() { "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" "${@:2}"; }
+if verify_c "$work/lie" --segment 2 -c 200 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "forged loss, --segment 2"; fi
+grep -q "REJECTED: challenges: step 8, field loss" "$work/lie.out" || { cat "$work/lie.out"; fail "--segment 2: reason"; }
+verify_c "$work/n1" --segment 2 -c 200 >"$work/seg.out" 2>&1 || { cat "$work/seg.out"; fail "honest, --segment 2"; }
+grep -q "6 of 6 segments (12 steps) replayed bit for bit" "$work/seg.out" || { cat "$work/seg.out"; fail "--segment 2: coverage"; }
+rm -f "$work/n1/certificate.json"
+echo "segments of 2 steps: honest certified, forged loss: $(grep REJECTED "$work/lie.out")"
+
+# Bad input: a precise error, a non-zero exit, never a certificate.
+rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json" "$work/bad/checkpoints/step_00000006.ckpt"
+verify "$work/bad" >"$work/bad.out" 2>&1 && fail "a run with a missing checkpoint was certified"
+grep -q "step_00000006.ckpt (after step 6) is missing" "$work/bad.out" || { cat "$work/bad.out"; fail "missing checkpoint: message"; }
+[ -f "$work/bad/certificate.json" ] && fail "missing checkpoint: a certificate was written"
+rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && head -c 1000 "$work/n1/witness.h5" >"$work/bad/witness.h5"
+verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an unreadable log was certified"
+grep -q "wit: error: .*witness.h5" "$work/bad.out" || { cat "$work/bad.out"; fail "unreadable log: message"; }
+verify "$work/n1" --segment 13 >"$work/bad.out" 2>&1 && fail "a segment outside the run"
+grep -q "segment 13 is longer than the run (12 steps)" "$work/bad.out" || { cat "$work/bad.out"; fail "segment: message"; }
+$mpirun 3 "$wit" verify "$work/n1" --key "$work/verifier.pem" >"$work/bad.out" 2>&1 && fail "3 processes for 4 micro-batches"
+grep -q "world size 3\|3 process" "$work/bad.out" || { cat "$work/bad.out"; fail "world size: message"; }
+"$wit" verify "$work/n1" --key "$work/verifier.pem" -c 0 >"$work/bad.out" 2>&1 && fail "zero challenges accepted"
+grep -q "at least 1" "$work/bad.out" || { cat "$work/bad.out"; fail "zero challenges: message"; }
+echo "bad input: missing checkpoint, unreadable log, a segment longer than the run, a world size that does not divide M, no challenges: refused"
 echo "verify: honest runs certified, every lie rejected"

@@ -16,6 +16,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/split.h"
+#include "trainer/engine.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
@@ -41,10 +42,15 @@ int64_t challenges_for(double f, double p) {
 namespace {
 
 // A stage fails at its first mismatch: thrown, caught by the stage runner.
+// `outputs`: what differs is a result of computation (loss, weights, evaluations), not an input
+// the log commits to (data, hyperparameters, files).
 struct Mismatch {
   std::string what;
+  bool outputs = false;
 };
-[[noreturn]] void mismatch(std::string what) { throw Mismatch{std::move(what)}; }
+[[noreturn]] void mismatch(std::string what, bool outputs = false) {
+  throw Mismatch{std::move(what), outputs};
+}
 
 std::string bits(float v) {
   uint32_t u;
@@ -52,8 +58,13 @@ std::string bits(float v) {
   return fmt::format("{} (0x{:08x})", v, u);
 }
 
-// The first field in which a replayed step differs from the logged one.
-void compare_step(const StepFields& got, const StepFields& logged) {
+// A distance between two floats relative to the logged one's size.
+double relative(double got, double logged) {
+  return std::abs(got - logged) / std::max(std::abs(logged), 1e-12);
+}
+
+// The fields a replay must reproduce whatever the hardware: the step's inputs.
+void compare_inputs(const StepFields& got, const StepFields& logged) {
   const uint64_t s = logged.step;
   auto f32 = [&](const char* name, float a, float b) {
     if (std::memcmp(&a, &b, 4) != 0)
@@ -76,10 +87,39 @@ void compare_step(const StepFields& got, const StepFields& logged) {
   f32("grad_clip", got.grad_clip, logged.grad_clip);
   dig("batch_hash", got.batch_hash, logged.batch_hash);
   dig("rng_commitment", got.rng_commitment, logged.rng_commitment);
-  f32("loss", got.loss, logged.loss);
-  f32("grad_norm", got.grad_norm, logged.grad_norm);
-  f32("clip_factor", got.clip_factor, logged.clip_factor);
-  dig("weight_fingerprint", got.weight_fingerprint, logged.weight_fingerprint);
+}
+
+// The first field in which a replayed step differs from the logged one: every bit, or with a
+// tolerance, the numeric outputs within it (the weight fingerprint, a hash of exact bits, is
+// then left to the checkpoint comparison).
+void compare_step(const StepFields& got, const StepFields& logged,
+                  const std::optional<double>& tolerance, Distances& seen) {
+  compare_inputs(got, logged);
+  const uint64_t s = logged.step;
+  auto num = [&](const char* name, float a, float b, double* worst) {
+    if (tolerance) {
+      const double d = relative(a, b);
+      if (worst) *worst = std::max(*worst, d);
+      if (!(d <= *tolerance))
+        mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}: relative "
+                             "distance {:.3g} exceeds the tolerance {:.3g}",
+                             s, name, a, b, d, *tolerance),
+                 true);
+      return;
+    }
+    if (std::memcmp(&a, &b, 4) != 0)
+      mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}", s, name, bits(a),
+                           bits(b)),
+               true);
+  };
+  num("loss", got.loss, logged.loss, &seen.loss);
+  num("grad_norm", got.grad_norm, logged.grad_norm, &seen.grad_norm);
+  num("clip_factor", got.clip_factor, logged.clip_factor, nullptr);
+  if (!tolerance && got.weight_fingerprint != logged.weight_fingerprint)
+    mismatch(fmt::format("step {}, field weight_fingerprint: replay gives {}, the log says {}", s,
+                         to_hex(got.weight_fingerprint.data(), 16),
+                         to_hex(logged.weight_fingerprint.data(), 16)),
+             true);
 }
 
 std::string utc_now() {
@@ -91,20 +131,69 @@ std::string utc_now() {
   return buf;
 }
 
+// Rank 0 alone sees some results (evaluations, probes, exports): it tells every rank, so that
+// all of them leave the stage at the same point.
+// `outputs` as in Mismatch.
+void agree_with_root(dist::Communicator& comm, std::string problem, bool outputs = true) {
+  uint64_t n = problem.size();
+  comm.broadcast(&n, sizeof n, 0);
+  problem.resize(n);
+  if (n) comm.broadcast(problem.data(), n, 0);
+  if (n) mismatch(problem, outputs);
+}
+
+// Settings under which the same inputs need not give the same bits.
+std::string declared_nondeterminism(const config::Config& cfg) {
+  if (cfg.get_string("dist.reduction") == "arrival")
+    return "dist.reduction = arrival: the trainer summed gradients over ranks in the order "
+           "their messages arrived, which no replay can repeat";
+  return "";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
-VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::Certified:
+      return "certified";
+    case Outcome::ConsistentWithinTolerance:
+      return "consistent within tolerance";
+    case Outcome::NotReproducible:
+      return "not reproducible";
+    case Outcome::Rejected:
+      return "rejected";
+  }
+  return "?";
+}
+
+VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
+                        const Progress& progress_line) {
+  using Clock = std::chrono::steady_clock;
+  const auto began = Clock::now();
+  const bool root = comm.is_root();
+  auto progress = [&](const std::string& line) {
+    if (root) progress_line(line);
+  };
   VerifyReport out;
+  out.world = comm.size();
   const fs::path log_file = o.run / kLogFileName;
   if (!fs::exists(log_file))
     fail("{} has no {}: not a run directory of a witnessed run", o.run.string(), kLogFileName);
+  if (o.tolerance && !(*o.tolerance >= 0 && std::isfinite(*o.tolerance)))
+    fail("--tolerance must be a finite relative distance >= 0, got {}", *o.tolerance);
   const WitnessLog log = read_log(log_file);
   const LogReport lr = check_log(log, o.trusted_key);
   const auto cfg =
       config::Config::parse(log.meta.config_yaml, log_file.string() + ":/meta", run_schema());
   const RunConfig rc = run_config_from(cfg);
+  dist::check_world_size(comm.size(), rc.train.micro_batches);
   const fs::path data_dir = o.data.empty() ? rc.data.dir : o.data;
   const Tables& t = log.tables;
+  const std::string nondeterminism = declared_nondeterminism(cfg);
   out.steps = lr.valid_steps;
 
   bool failed = false;
@@ -113,22 +202,52 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
     if (failed) {
       s.detail = "not run: an earlier stage failed";
     } else {
-      const auto start = std::chrono::steady_clock::now();
+      const auto start = Clock::now();
       try {
         s.detail = body();
         s.passed = true;
       } catch (const Mismatch& m) {
         s.detail = m.what;
+        s.outputs_differ = m.outputs;
       } catch (const Error& e) {
         s.detail = e.what();
       }
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      // Every rank leaves the stage with the same verdict.
+      std::vector<uint8_t> passed(size_t(comm.size()));
+      const uint8_t mine = s.passed;
+      comm.all_gather_bytes(&mine, 1, passed.data());
+      for (int r = 0; r < comm.size() && s.passed; ++r)
+        if (!passed[size_t(r)]) {
+          s.passed = false;
+          s.detail = fmt::format("failed on rank {} of {}", r, comm.size());
+        }
       failed = !s.passed;
-      progress(fmt::format("{:<11} {} ({:.1f}s): {}", name, s.passed ? "passed" : "FAILED", secs,
-                           s.detail));
+      progress(fmt::format("{:<11} {} ({:.1f}s): {}", name, s.passed ? "passed" : "FAILED",
+                           seconds_since(start), s.detail));
     }
     out.stages.push_back(s);
+  };
+
+  // The committed checkpoints, by steps completed.
+  std::vector<uint64_t> starts = {0};
+  std::map<uint64_t, Digest> states;
+  std::map<uint64_t, std::string> paths;
+  for (auto& c : t.checkpoints) {
+    states[c.fields.step] = c.fields.state_hash;
+    paths[c.fields.step] = c.fields.path;
+    if (c.fields.step > starts.back() && c.fields.step < lr.valid_steps)
+      starts.push_back(c.fields.step);
+  }
+  auto checkpoint_file = [&](uint64_t step) {
+    const fs::path file = o.run / paths.at(step);
+    if (!fs::exists(file))
+      mismatch(fmt::format("checkpoint {} (after step {}) is missing", file.string(), step));
+    const CheckpointInfo info = read_checkpoint_info(file);
+    if (info.state_hash != states.at(step))
+      mismatch(fmt::format("checkpoint {} has state hash {}, the log committed {}", file.string(),
+                           to_hex(info.state_hash).substr(0, 16),
+                           to_hex(states.at(step)).substr(0, 16)));
+    return file;
   };
 
   std::optional<data::Dataset> dataset;
@@ -147,15 +266,17 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
       mismatch(fmt::format("dataset {} lays its documents out differently from the run's",
                            data_dir.string()));
     dataset->verify_shard_hashes();
+    for (auto& [step, hash] : states) checkpoint_file(step);  // present, with the logged hash
     return fmt::format(
-        "{} steps chained, {} signatures valid (key {}), dataset {} and its {} "
-        "shards match",
-        lr.valid_steps, lr.signatures_valid, key_id(log.meta.public_key),
+        "{} steps chained, {} signatures valid (key {}), {} checkpoints present, dataset {} and "
+        "its {} shards match",
+        lr.valid_steps, lr.signatures_valid, key_id(log.meta.public_key), states.size(),
         to_hex(log.meta.manifest_root).substr(0, 16), dataset->manifest().shards.size());
   });
 
   std::optional<BatchSource> batches;
   stage("data", [&] {
+    const auto start = Clock::now();
     batches.emplace(dataset->train(), rc.data.seq_len, rc.train.micro_batch_size,
                     rc.train.micro_batches, rc.data.seed);
     for (auto& row : t.steps) {
@@ -178,44 +299,38 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
       }
       want.batch_hash = batch_hash(micro);
       want.rng_commitment = rng_commitment(seeds);
-      compare_step(want, f);  // the model's outputs are equal by construction here
+      compare_inputs(want, f);
     }
+    out.cost.audit_seconds = seconds_since(start);
     return fmt::format(
         "{} steps: batch hashes, RNG commitments and hyperparameters as the "
         "committed schedule and config give them",
         t.steps.size());
   });
 
-  // Segments: from the initialisation to the first checkpoint, then checkpoint to checkpoint.
-  std::vector<uint64_t> starts = {0};
-  std::map<uint64_t, Digest> states;
-  std::map<uint64_t, std::string> paths;
-  for (auto& c : t.checkpoints) {
-    states[c.fields.step] = c.fields.state_hash;
-    paths[c.fields.step] = c.fields.path;
-    if (c.fields.step > starts.back() && c.fields.step < lr.valid_steps)
-      starts.push_back(c.fields.step);
+  // Segments [first, end): by default from the initialisation to the first checkpoint, then
+  // checkpoint to checkpoint; with --segment k, aligned blocks of k steps, each replayed from
+  // the checkpoint at or before its start. Either way they partition the steps, so a fraction f
+  // of bad steps makes at least a fraction f of the segments bad.
+  std::vector<std::pair<uint64_t, uint64_t>> segments;
+  if (o.segment > 0) {
+    if (uint64_t(o.segment) > lr.valid_steps)
+      fail("--segment {} is longer than the run ({} steps)", o.segment, lr.valid_steps);
+    for (uint64_t s = 0; s < lr.valid_steps; s += uint64_t(o.segment))
+      segments.push_back({s, std::min(s + uint64_t(o.segment), lr.valid_steps)});
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i)
+      segments.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : lr.valid_steps});
   }
-  out.segments = starts.size();
+  out.segments = segments.size();
   set_compute_threads(int(rc.train.threads));
-  model::GPT model(rc.model);
-  OptimizerState opt;
+  auto engine = make_engine(o.mode, rc.model, comm);
   auto load_state = [&](uint64_t step) {
-    if (step == 0) {
-      model.init_weights(init_seed(rc.train.seed));
-      opt = OptimizerState::zeros(model.num_params());
-      return;
-    }
-    const fs::path file = o.run / paths.at(step);
-    if (!fs::exists(file))
-      mismatch(fmt::format("checkpoint {} (after step {}) is missing", file.string(), step));
-    Checkpoint c = load_checkpoint(file);  // verifies the file's own hash
-    if (c.info.state_hash != states.at(step))
-      mismatch(fmt::format("checkpoint {} has state hash {}, the log committed {}", file.string(),
-                           to_hex(c.info.state_hash).substr(0, 16),
-                           to_hex(states.at(step)).substr(0, 16)));
-    model.flat_params().copy_(c.params);
-    opt = {c.m, c.v, c.info.step};
+    if (step == 0) return engine->init(init_seed(rc.train.seed));
+    const auto start = Clock::now();
+    engine->load(checkpoint_file(step));  // the load checks the file against its state hash
+    out.cost.loads += 1;
+    out.cost.load_seconds += seconds_since(start);
   };
 
   stage("challenges", [&] {
@@ -235,7 +350,7 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
     // missed with probability exactly (1 - f)^c); each drawn segment is replayed once.
     std::mt19937_64 rng(seed);
     std::set<uint64_t> drawn;
-    for (int64_t i = 0; i < o.challenges; ++i) drawn.insert(rng() % starts.size());
+    for (int64_t i = 0; i < o.challenges; ++i) drawn.insert(rng() % segments.size());
     out.draws = o.challenges;
     const std::vector<uint64_t> order(drawn.begin(), drawn.end());
     std::map<uint64_t, const ProbeRow*> probes;
@@ -246,51 +361,121 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
     const MicroBatch probe_batch = to_micro_batch(
         eval_batch_tokens(dataset->val(), rc.data.seq_len, rc.witness.probe_sequences, 0),
         rc.witness.probe_sequences, rc.data.seq_len);
-    GradientPool pool(model.num_params());
-    const StepContext ctx{&*batches, rc.optim, rc.train.steps, rc.train.seed, nullptr};
-    uint64_t replayed = 0;
+    const StepContext ctx{&*batches, rc.optim, rc.train.steps, rc.train.seed, &comm};
+    Distances& seen = out.distances;
+    // A checkpoint the replay passes: its committed state must be the replayed one.
+    auto check_checkpoint = [&](uint64_t step) {
+      if (o.tolerance) {
+        // Other hardware: the replayed weights against the committed checkpoint's.
+        const torch::Tensor mine = engine->full_params();
+        std::string problem;
+        if (root) {
+          const Checkpoint c = load_checkpoint(checkpoint_file(step));
+          const double d = (mine - c.params).norm().item<double>() /
+                           std::max(c.params.norm().item<double>(), 1e-30);
+          seen.weights = std::max(seen.weights, d);
+          if (!(d <= *o.tolerance))
+            problem = fmt::format(
+                "checkpoint after step {}: the replayed weights are at relative L2 distance "
+                "{:.3g} from the committed ones, beyond the tolerance {:.3g}",
+                step, d, *o.tolerance);
+        }
+        agree_with_root(comm, problem);
+      } else {
+        const Digest h = engine->state_hash();  // collective; rank 0 has it
+        agree_with_root(
+            comm,
+            root && h != states.at(step)
+                ? fmt::format("checkpoint after step {}: the replayed state hashes to {}, "
+                              "the log committed {}",
+                              step, to_hex(h).substr(0, 16), to_hex(states.at(step)).substr(0, 16))
+                : "");
+      }
+    };
+    bool have_state = false;
     for (uint64_t k : order) {
-      const uint64_t first = starts[k];
-      const uint64_t end = k + 1 < starts.size() ? starts[k + 1] : lr.valid_steps;
+      const auto [first, end] = segments[k];
       out.challenged.push_back(first);
-      progress(fmt::format("  replaying steps {} to {}", first, end - 1));
-      load_state(first);
-      for (uint64_t s = first; s < end; ++s) {
-        const StepRecord rec = train_step(model, opt, ctx, pool);
-        compare_step(step_fields(rec), t.steps[s].fields);
-        ++replayed;
+      // Start from the last checkpoint at or before the segment, or, in exact mode, go on from
+      // where the previous segment's replay stopped when that is on the way (it was checked).
+      const auto after = states.upper_bound(first);
+      const uint64_t from = after == states.begin() ? 0 : std::prev(after)->first;
+      const uint64_t at = uint64_t(engine->steps_done());
+      if (!(have_state && !o.tolerance && at >= from && at <= first)) load_state(from);
+      have_state = true;
+      const uint64_t cur = uint64_t(engine->steps_done());
+      progress(cur == first
+                   ? fmt::format("  replaying steps {} to {}", first, end - 1)
+                   : fmt::format("  replaying steps {} to {} (from step {})", first, end - 1, cur));
+      for (uint64_t s = cur; s < end; ++s) {
+        const auto start = Clock::now();
+        const StepRecord rec = engine->step(ctx);
+        out.cost.replay_seconds += seconds_since(start);
+        out.cost.logged_seconds += t.steps[s].timing.seconds;
+        out.cost.replayed_steps += 1;
+        compare_step(step_fields(rec), t.steps[s].fields, o.tolerance, seen);
         if (auto p = probes.find(s + 1); p != probes.end()) {
-          torch::NoGradGuard no_grad;
-          const ProbeFields got =
-              probe_outputs(model.logits(probe_batch.x), probe_batch.y, int64_t(s + 1));
-          if (std::memcmp(got.mean_logprob.data(), p->second->fields.mean_logprob.data(),
-                          4 * got.mean_logprob.size()) != 0 ||
-              got.argmax_digest != p->second->fields.argmax_digest)
-            mismatch(
-                fmt::format("fingerprint after step {}: the model's outputs on the probe "
-                            "batch differ from the log's",
-                            s));
+          const ProbeFields got = engine->probe(probe_batch);  // collective
+          std::string problem;
+          if (root) {
+            const auto& logged = p->second->fields;
+            if (o.tolerance) {
+              double worst = 0;
+              for (size_t i = 0; i < got.mean_logprob.size(); ++i)
+                worst = std::max(worst,
+                                 double(std::abs(got.mean_logprob[i] - logged.mean_logprob.at(i))));
+              seen.probe_logprob = std::max(seen.probe_logprob, worst);
+              if (!(worst <= *o.tolerance))
+                problem = fmt::format(
+                    "fingerprint after step {}, field mean_logprob: distance {:.3g} exceeds the "
+                    "tolerance {:.3g}",
+                    s, worst, *o.tolerance);
+            } else if (got.mean_logprob != logged.mean_logprob ||
+                       got.argmax_digest != logged.argmax_digest) {
+              problem = fmt::format(
+                  "fingerprint after step {}: the model's outputs on the probe batch differ from "
+                  "the log's",
+                  s);
+            }
+          }
+          agree_with_root(comm, problem);
         }
         if (auto e = evals.find(s + 1); e != evals.end()) {
-          const float v = evaluate(model, dataset->val(), rc.data.seq_len,
-                                   rc.train.micro_batch_size, rc.train.eval_batches);
-          if (std::memcmp(&v, &e->second->fields.value, 4) != 0)
-            mismatch(fmt::format("eval after step {}, field value: recomputed {}, the log says {}",
-                                 s + 1, bits(v), bits(e->second->fields.value)));
+          const float v = engine->evaluate(dataset->val(), rc.data.seq_len,
+                                           rc.train.micro_batch_size, rc.train.eval_batches);
+          std::string problem;
+          const float logged = e->second->fields.value;
+          if (root && o.tolerance) {
+            seen.eval = std::max(seen.eval, relative(v, logged));
+            if (!(relative(v, logged) <= *o.tolerance))
+              problem = fmt::format(
+                  "eval after step {}, field value: recomputed {}, the log says {}: relative "
+                  "distance {:.3g} exceeds the tolerance {:.3g}",
+                  s + 1, v, logged, relative(v, logged), *o.tolerance);
+          } else if (root && std::memcmp(&v, &logged, 4) != 0) {
+            problem = fmt::format("eval after step {}, field value: recomputed {}, the log says {}",
+                                  s + 1, bits(v), bits(logged));
+          }
+          agree_with_root(comm, problem);
         }
-      }
-      if (auto st = states.find(end); st != states.end()) {
-        const Digest h = state_hash(int64_t(end), model.flat_params(), opt.m, opt.v);
-        if (h != st->second)
-          mismatch(
-              fmt::format("checkpoint after step {}: the replayed state hashes to {}, the "
-                          "log committed {}",
-                          end, to_hex(h).substr(0, 16), to_hex(st->second).substr(0, 16)));
+        if (states.count(s + 1)) check_checkpoint(s + 1);
       }
     }
-    return fmt::format("{} of {} segments ({} steps) replayed bit for bit ({})", order.size(),
-                       starts.size(), replayed, out.challenge_source);
+    return fmt::format("{} of {} segments ({} steps) replayed {} on {} process(es) ({})",
+                       order.size(), segments.size(), out.cost.replayed_steps,
+                       o.tolerance ? fmt::format("within tolerance {:.3g}", *o.tolerance)
+                                   : std::string("bit for bit"),
+                       comm.size(), out.challenge_source);
   });
+  // A run that declares a nondeterministic setting and differs on replay only in the step's
+  // outputs is an honest run that cannot be checked, not a proven lie: the checks that need no
+  // replay still run, and the verdict is "not reproducible".
+  bool excused = false;
+  if (!o.tolerance && !nondeterminism.empty() && failed && out.stages.back().outputs_differ) {
+    failed = false;
+    excused = true;
+    out.reason = fmt::format("{}; replay differs at {}", nondeterminism, out.stages.back().detail);
+  }
 
   stage("model", [&] {
     const fs::path published = o.run / "model.safetensors";
@@ -300,15 +485,18 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
     load_state(last);
     const fs::path mine =
         fs::temp_directory_path() / fmt::format("wit-verify-{}-{}.safetensors", ::getpid(), last);
-    export_gpt2_safetensors(model, mine,
-                            {{"format", "pt"},
-                             {"wit.step", std::to_string(last)},
-                             {"wit.manifest_root", to_hex(log.meta.manifest_root)}});
-    const bool same = read_text_file(mine) == read_text_file(published);
-    fs::remove(mine);
-    if (!same)
-      mismatch(fmt::format("{} is not the export of the checkpoint after step {}",
-                           published.string(), last));
+    engine->export_model(mine, {{"format", "pt"},
+                                {"wit.step", std::to_string(last)},
+                                {"wit.manifest_root", to_hex(log.meta.manifest_root)}});
+    std::string problem;
+    if (root) {
+      const bool same = read_text_file(mine) == read_text_file(published);
+      fs::remove(mine);
+      if (!same)
+        problem = fmt::format("{} is not the export of the checkpoint after step {}",
+                              published.string(), last);
+    }
+    agree_with_root(comm, problem, false);
     return fmt::format("model.safetensors is exactly the last checkpoint (after step {})", last);
   });
 
@@ -319,11 +507,22 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
       if (e.fields.step == last && e.fields.split == "val" && e.fields.metric == "loss")
         final_eval = &e;
     if (!final_eval) mismatch("the log has no final val loss");
-    const float v = evaluate(model, dataset->val(), rc.data.seq_len, rc.train.micro_batch_size,
-                             rc.train.eval_batches);
-    if (std::memcmp(&v, &final_eval->fields.value, 4) != 0)
-      mismatch(fmt::format("final val loss: recomputed {}, the log says {}", bits(v),
-                           bits(final_eval->fields.value)));
+    const float v = engine->evaluate(dataset->val(), rc.data.seq_len, rc.train.micro_batch_size,
+                                     rc.train.eval_batches);  // collective
+    const float logged = final_eval->fields.value;
+    std::string problem;
+    if (root && o.tolerance) {
+      out.distances.eval = std::max(out.distances.eval, relative(v, logged));
+      if (!(relative(v, logged) <= *o.tolerance))
+        problem = fmt::format(
+            "final val loss: recomputed {}, the log says {}: relative distance {:.3g} exceeds "
+            "the tolerance {:.3g}",
+            v, logged, relative(v, logged), *o.tolerance);
+    } else if (root && std::memcmp(&v, &logged, 4) != 0) {
+      problem =
+          fmt::format("final val loss: recomputed {}, the log says {}", bits(v), bits(logged));
+    }
+    agree_with_root(comm, problem);
     const DataIndex index(dataset->manifest(), RunFacts::from_log(log, lr), data_dir.string());
     size_t held_out = 0;
     for (auto& d : dataset->manifest().documents) {
@@ -333,21 +532,51 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
         mismatch(fmt::format("held-out document {} is {}", d.id, verdict_name(a.verdict)));
       ++held_out;
     }
-    return fmt::format("final val loss {} recomputed exactly; {} held-out documents excluded",
-                       final_eval->fields.value, held_out);
+    return fmt::format("final val loss {} recomputed {}; {} held-out documents excluded", logged,
+                       o.tolerance ? "within tolerance" : "exactly", held_out);
   });
+  out.cost.total_seconds = seconds_since(began);
+  // Distances are seen on rank 0: every rank reports them.
+  comm.broadcast(&out.distances, sizeof out.distances, 0);
 
-  out.certified = !failed;
+  if (failed) {
+    out.outcome = Outcome::Rejected;
+    for (auto& st : out.stages)
+      if (!st.passed && !(excused && st.name == "challenges")) {
+        out.reason = st.name + ": " + st.detail;
+        break;
+      }
+  } else if (o.tolerance) {
+    // Tolerance mode asks for closeness, not equal bits: a declared nondeterminism is no excuse
+    // and no obstacle.
+    out.outcome = Outcome::ConsistentWithinTolerance;
+    out.reason =
+        fmt::format("replayed within relative tolerance {:.3g}, not bit for bit", *o.tolerance);
+  } else if (!nondeterminism.empty()) {
+    out.outcome = Outcome::NotReproducible;
+    if (out.reason.empty())
+      out.reason = nondeterminism +
+                   "; the challenged segments happened to replay exactly, but the unchallenged "
+                   "ones need not, so the run cannot be certified";
+  } else {
+    out.outcome = Outcome::Certified;
+  }
+  out.certified = out.outcome == Outcome::Certified;
+  if (out.outcome != Outcome::Certified && out.outcome != Outcome::ConsistentWithinTolerance)
+    return out;
+
   json checks = json::array();
-  for (auto& s : out.stages)
-    checks.push_back({{"stage", s.name}, {"passed", s.passed}, {"detail", s.detail}});
+  for (auto& st : out.stages)
+    checks.push_back({{"stage", st.name}, {"passed", st.passed}, {"detail", st.detail}});
   json bounds = json::array();
   const int64_t c = out.draws;
   const bool everything = out.challenged.size() == out.segments;  // every step recomputed
   for (double f : {0.01, 0.05, 0.1, 0.25})
-    bounds.push_back({{"f", f},
-                      {"rejected_with_probability_at_least",
-                       everything ? 1.0 : detection_probability(f, c)}});
+    bounds.push_back(
+        {{"f", f},
+         {"rejected_with_probability_at_least", everything ? 1.0 : detection_probability(f, c)}});
+  const std::string computed =
+      o.tolerance ? "computed as logged (within the tolerance)" : "computed as logged";
   out.certificate = {
       {"format", "wit-certificate-v1"},
       {"run", fs::absolute(o.run).filename().string()},
@@ -358,21 +587,30 @@ VerifyReport verify_run(const VerifyOptions& o, const Progress& progress) {
       {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
       {"steps", out.steps},
       {"segments", out.segments},
+      {"segment_steps", o.segment > 0 ? json(o.segment) : json("checkpoint to checkpoint")},
       {"challenged_segments", out.challenged},
       {"challenge_source", out.challenge_source},
+      {"replayed_on", fmt::format("{} process(es), layout {}", comm.size(), o.mode)},
       {"checks", checks},
-      {"result", out.certified ? "certified" : "rejected"},
+      {"result", outcome_name(out.outcome)},
       {"guarantee",
        {{"challenges", c},
         {"statement",
-         everything ? std::string("every segment was replayed: every step was recomputed")
+         everything ? fmt::format("every segment was replayed: every step was {}", computed)
                     : fmt::format("a run in which at least a fraction f of the steps were not "
-                                  "computed as logged is rejected with probability >= "
-                                  "1 - (1 - f)^{}",
-                                  c)},
+                                  "{} is rejected with probability >= 1 - (1 - f)^{}",
+                                  computed, c)},
         {"bounds", bounds}}},
       {"verified_at", utc_now()},
   };
+  if (o.tolerance)
+    out.certificate["tolerance"] = {{"relative", *o.tolerance},
+                                    {"observed",
+                                     {{"loss", out.distances.loss},
+                                      {"grad_norm", out.distances.grad_norm},
+                                      {"probe_logprob", out.distances.probe_logprob},
+                                      {"eval", out.distances.eval},
+                                      {"weights", out.distances.weights}}}};
   return out;
 }
 

@@ -11,6 +11,8 @@
 //      equal, bit for bit;
 //   4. final model: model.safetensors is exactly the export of the last checkpoint;
 //   5. evaluation: the final val loss recomputed; every held-out document excluded.
+// A run whose config declares a setting that does not fix its bits (dist.reduction = arrival)
+// is reported "not reproducible": neither certified nor, when only its numbers differ, fraud.
 // If a fraction f of the steps was not computed as logged, at least a fraction f of segments
 // holds such a step, so c challenges reject with probability >= 1 - (1 - f)^c.
 #pragma once
@@ -23,37 +25,79 @@
 #include <string>
 #include <vector>
 
+#include "trainer/dist/communicator.h"
 #include "witness/log/signing.h"
 
 namespace wit::witness {
 
 struct VerifyOptions {
   std::filesystem::path run;
-  std::filesystem::path data;            // the run's dataset; default: its config's data.dir
-  int64_t challenges = 4;                // segments to replay (all of them if the run has fewer)
+  std::filesystem::path data;  // the run's dataset; default: its config's data.dir
+  int64_t challenges = 4;      // segments to replay (all of them if the run has fewer)
+  // Segment length in steps; 0: the stretches between checkpoints.
+  int64_t segment = 0;
   std::optional<uint64_t> seed;          // the verifier's randomness; default: Fiat–Shamir
   std::optional<PublicKey> trusted_key;  // the trainer's key, when the verifier knows it
+  // Replay on other hardware: numeric fields compared within this relative distance, weights
+  // at checkpoints by relative L2 distance. Never certifies.
+  std::optional<double> tolerance;
+  std::string mode = "ddp";  // the verifier's layout at N processes: ddp or fsdp
 };
+
+// Where the verdict can land. Only exact replay of a reproducible run certifies.
+enum class Outcome {
+  Certified,                  // every check passed, every replayed bit equal
+  ConsistentWithinTolerance,  // tolerance mode: every check passed within the thresholds
+  NotReproducible,            // the run declares a setting whose bits a replay cannot repeat
+  Rejected,                   // a check failed: the log does not describe what was computed
+};
+const char* outcome_name(Outcome o);  // "certified", "consistent within tolerance", …
 
 struct Stage {
   std::string name;  // structure, data, challenges, model, evaluation
   bool passed = false;
-  std::string detail;  // what was checked, or the first mismatch (step and field)
+  std::string detail;           // what was checked, or the first mismatch (step and field)
+  bool outputs_differ = false;  // failed on a computed result (loss, weights, evals), not an input
+};
+
+// What verification cost, for comparing with what training cost (the log's step times).
+struct VerifyCost {
+  uint64_t replayed_steps = 0;
+  double replay_seconds = 0;  // the verifier's time in the step function
+  double logged_seconds = 0;  // the trainer's time for the same steps, from the log (unhashed)
+  int64_t loads = 0;          // checkpoints loaded to start a segment
+  double load_seconds = 0;
+  double audit_seconds = 0;  // the data stage
+  double total_seconds = 0;
+};
+
+// Largest distances observed in tolerance mode (relative, except probe log-probabilities,
+// which are absolute).
+struct Distances {
+  double loss = 0, grad_norm = 0, probe_logprob = 0, eval = 0, weights = 0;
 };
 
 struct VerifyReport {
   std::vector<Stage> stages;
+  Outcome outcome = Outcome::Rejected;
   bool certified = false;
+  std::string reason;                // why the outcome is not "certified"
   std::vector<uint64_t> challenged;  // distinct segments replayed (their first steps)
   int64_t draws = 0;                 // challenges drawn (with replacement)
   uint64_t segments = 0, steps = 0;
   std::string challenge_source;  // "seed N" or "fiat-shamir from head …"
-  nlohmann::json certificate;    // unsigned; see sign_certificate
+  int world = 1;                 // processes that replayed
+  VerifyCost cost;
+  Distances distances;
+  nlohmann::json certificate;  // unsigned; see sign_certificate (empty unless certified or
+                               // consistent within tolerance)
 };
 
 using Progress = std::function<void(const std::string& line)>;
 
-VerifyReport verify_run(const VerifyOptions& o, const Progress& progress);
+// Collective over `comm` (any world size that divides the run's micro-batches, whatever the
+// trainer used); progress lines come from rank 0, and every rank returns the same report.
+VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm, const Progress& progress);
 
 // The probability that c challenges catch a run with a fraction f of unfaithful steps.
 double detection_probability(double f, int64_t c);

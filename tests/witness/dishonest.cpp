@@ -1,8 +1,10 @@
-// A dishonest trainer, for tests: it rewrites a run's witness log to lie in one chosen way and
-// signs the result with the run's own key, so the log is well-formed, chained and correctly
-// signed. Only replay, the data audit or the published files can give it away.
+// A dishonest trainer, for tests. Every attack leaves RUN a well-formed, chained log signed with
+// KEY that claims the run's committed schedule; only replay, the data audit or the published
+// files can give it away.
 //
 //   wit_test_dishonest RUN KEY ATTACK [ARGS...]
+//
+// Log rewrites: RUN's witness log is edited in place, rechained and re-signed.
 //     misreport-lr STEP          log twice the learning rate applied at STEP
 //     misreport-clip STEP        log another clipping threshold at STEP
 //     other-batch STEP           log the hash of another batch than the one trained at STEP
@@ -12,12 +14,45 @@
 //     inflate-eval               log a better final val loss
 //     splice-checkpoint STEP HEX log another state hash for the checkpoint after STEP
 //     claim-seed SEED            claim the run started from another initialisation seed
+//
+// Dishonest training: RUN (an honest run, or a copy) gives the config in its log's /meta; its
+// log, checkpoints and model are replaced by a run trained in-process with the trainer's own
+// step, probes, evals, checkpoints and export, as `wit train` on one process does, except:
+//     honest                     nothing (every step through the liar's own step function): the
+//                                log must equal `wit train`'s, hash for hash
+//     inject-sample STEP         micro-batch 0 of STEP also trains on a window from elsewhere
+//                                in the train stream
+//     drop-sample STEP           micro-batch 0 of STEP loses its last sample
+//     reorder STEP               STEP and STEP+1 train on each other's batches
+//     held-out STEP              STEP trains on val windows (the evaluation's own)
+//     fine-tuned OTHER_RUN       starts from OTHER_RUN's last checkpoint's weights (fresh
+//                                optimizer), then trains every step honestly
+//     interpolate OTHER_RUN      the Proof-of-Learning spoof: the weights after step t are
+//                                θ_0 + (t/T)(θ* − θ_0), θ* OTHER_RUN's last checkpoint; each
+//                                step logs the honest loss, gradient norm and optimizer moments
+//                                at the current weights, and model.safetensors is θ*
+// The log records the committed batch hashes, token counts, RNG commitments and
+// hyperparameters throughout.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "trainer/batch.h"
+#include "trainer/checkpoint.h"
+#include "trainer/data/dataset.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/run_config.h"
+#include "trainer/runtime.h"
+#include "trainer/safetensors.h"
+#include "trainer/step.h"
+#include "trainer/tree_sum.h"
+#include "trainer/witnessing.h"
 #include "witness/log/reader.h"
 #include "witness/log/writer.h"
 
@@ -71,8 +106,7 @@ void drop_after(Rows& rows, uint64_t n) {
   rows = kept;
 }
 
-int run(int argc, char** argv) {
-  if (argc < 4) fail("usage: wit_test_dishonest RUN KEY ATTACK [ARGS...]");
+int rewrite(int argc, char** argv) {
   const std::filesystem::path file = std::filesystem::path(argv[1]) / kLogFileName;
   const SigningKey key = SigningKey::load(argv[2]);
   const std::string attack = argv[3];
@@ -150,9 +184,233 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace wit::witness
 
+namespace wit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The tokens a micro-batch is trained on, given its index and its committed tokens (b rows of
+// T+1); any number of rows.
+using Feed = std::function<std::vector<uint16_t>(int64_t micro, std::vector<uint16_t> committed)>;
+
+// train_step on one process (trainer/step.cpp), except that micro-batch i trains on
+// feed(i, committed tokens); the record's witness facts are the committed micro-batches'.
+StepRecord step_fed(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
+                    GradientPool& pool, const Feed& feed) {
+  const BatchSource& data = *ctx.data;
+  const int64_t M = data.micro_batches(), T = data.seq_len();
+  auto single = dist::make_single_process();
+  StepRecord rec = begin_step(data, opt.step, ctx);
+  std::vector<MicroBatchWitness> witnessed;
+  auto grad_sum =
+      make_canonical_sum<torch::Tensor>(M, [&pool](torch::Tensor& acc, const torch::Tensor& x) {
+        acc.add_(x);
+        pool.give(x);
+      });
+  auto loss_sum = make_canonical_sum<double>(M, [](double& acc, const double& x) { acc += x; });
+  for (int64_t i = 0; i < M; ++i) {
+    auto prepared = prepare_micro_batch(ctx, opt.step, i, witnessed);
+    const auto tokens = feed(i, data.micro_batch_tokens(opt.step, i));
+    const MicroBatch mb = to_micro_batch(tokens, int64_t(tokens.size()) / (T + 1), T);
+    torch::Tensor grad = pool.take();
+    model.bind_grads(grad);
+    auto loss = model.loss(mb.x, mb.y, /*train=*/true, prepared.gen);
+    loss.objective.backward();
+    grad_sum.push(std::move(grad));
+    loss_sum.push(double(loss.value));
+  }
+  rec.loss = float(dist::sum_canonical(*single, loss_sum.result()) / double(M));
+  torch::Tensor g = grad_sum.result();
+  const int64_t P = model.num_params();
+  g.narrow(0, 0, P).mul_(1.0 / double(M));
+  float* gp = g.data_ptr<float>();
+  float* params = model.flat_params().data_ptr<float>();
+  finish_step(rec, optim::grad_norm(gp, P), gp, P, params, opt, decay_segments(model));
+  pool.give(std::move(g));
+  seal_record(rec, witnessed, witness::sketch_weights(params, 0, P), M, *single);
+  return rec;
+}
+
+torch::Tensor last_checkpoint_params(const fs::path& run, int64_t num_params) {
+  const auto file = latest_checkpoint(run);
+  if (!file) fail("{} has no checkpoint", run.string());
+  Checkpoint c = load_checkpoint(*file);
+  if (c.info.num_params != num_params)
+    fail("{} holds {} parameters, the run's model {}", file->string(), c.info.num_params,
+         num_params);
+  return c.params;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool is_training_attack(const std::string& a) {
+  for (const char* name : {"honest", "inject-sample", "drop-sample", "reorder", "held-out",
+                           "fine-tuned", "interpolate"})
+    if (a == name) return true;
+  return false;
+}
+
+int retrain(const fs::path& dir, const fs::path& key_file, const std::string& attack,
+            const std::vector<std::string>& args) {
+  if (args.empty() && attack != "honest") fail("{} needs an argument", attack);
+  const std::string arg = args.empty() ? "" : args[0];
+  const auto honest = witness::read_log(dir / witness::kLogFileName);
+  const auto cfg =
+      config::Config::parse(honest.meta.config_yaml, dir.string() + ":/meta", run_schema());
+  const RunConfig rc = run_config_from(cfg);
+  set_compute_threads(int(rc.train.threads));
+  keep_freed_memory();
+  const auto dataset = data::Dataset::open(rc.data.dir);
+  const BatchSource batches(dataset.train(), rc.data.seq_len, rc.train.micro_batch_size,
+                            rc.train.micro_batches, rc.data.seed);
+  const int64_t total = rc.train.steps, T = rc.data.seq_len, b = rc.train.micro_batch_size;
+  model::GPT model(rc.model);
+  const int64_t P = model.num_params();
+  model.init_weights(init_seed(rc.train.seed));
+  OptimizerState opt = OptimizerState::zeros(P);
+  GradientPool pool(P);
+  const StepContext ctx{&batches, rc.optim, total, rc.train.seed, nullptr};
+
+  // What step s trains on instead of its committed batch (none: train_step as is), and what the
+  // liar does to the state after it.
+  std::function<std::optional<Feed>(int64_t)> feed_at = [](int64_t) { return std::nullopt; };
+  std::function<void(StepRecord&)> after_step;
+  const int64_t at = attack == "honest" || attack == "fine-tuned" || attack == "interpolate"
+                         ? -1
+                         : int64_t(std::stoull(arg));
+  if (at >= total) fail("{}: step {} is past the run's {} steps", attack, at, total);
+  auto only_at = [&](int64_t step, Feed f) {
+    feed_at = [step, f](int64_t s) -> std::optional<Feed> {
+      if (s == step) return f;
+      return std::nullopt;
+    };
+  };
+  torch::Tensor theta0, delta, target;
+  if (attack == "honest") {
+    feed_at = [](int64_t) -> std::optional<Feed> {
+      return Feed([](int64_t, std::vector<uint16_t> t) { return t; });
+    };
+  } else if (attack == "inject-sample") {
+    // The window after the micro-batch's first sample in the train stream.
+    const uint64_t extra = (batches.sample_id(at, 0, 0) + 1) % batches.num_samples();
+    only_at(at, [&, extra](int64_t micro, std::vector<uint16_t> t) {
+      if (micro != 0) return t;
+      std::vector<uint16_t> w(size_t(T + 1));
+      dataset.train().read(extra * uint64_t(T), uint64_t(T + 1), w.data());
+      t.insert(t.end(), w.begin(), w.end());
+      return t;
+    });
+  } else if (attack == "drop-sample") {
+    if (b < 2) fail("drop-sample needs train.micro_batch_size >= 2");
+    only_at(at, [T](int64_t micro, std::vector<uint16_t> t) {
+      if (micro == 0) t.resize(t.size() - size_t(T + 1));
+      return t;
+    });
+  } else if (attack == "reorder") {
+    if (at + 1 >= total) fail("reorder needs a step after {}", at);
+    feed_at = [&, at](int64_t s) -> std::optional<Feed> {
+      if (s != at && s != at + 1) return std::nullopt;
+      const int64_t other = s == at ? at + 1 : at;
+      return Feed([&, other](int64_t micro, std::vector<uint16_t>) {
+        return batches.micro_batch_tokens(other, micro);
+      });
+    };
+  } else if (attack == "held-out") {
+    only_at(at, [&, T, b](int64_t micro, std::vector<uint16_t>) {
+      return eval_batch_tokens(dataset.val(), T, b, micro);
+    });
+  } else if (attack == "fine-tuned") {
+    model.flat_params().copy_(last_checkpoint_params(arg, P));
+  } else if (attack == "interpolate") {
+    target = last_checkpoint_params(arg, P);
+    theta0 = model.flat_params().clone();
+    delta = target - theta0;
+    // The step itself is honest (loss, gradient norm, moments at θ_t); the weights it leaves
+    // are replaced by the next point on the line.
+    after_step = [&](StepRecord& rec) {
+      const int64_t t = opt.step;
+      model.flat_params().copy_(t == total ? target : theta0 + delta * (double(t) / double(total)));
+      rec.weight_fingerprint =
+          witness::sketch_weights(model.flat_params().data_ptr<float>(), 0, P).bytes();
+    };
+  } else {
+    fail("unknown attack {}", attack);
+  }
+
+  for (const char* name : {witness::kLogFileName, "checkpoints", "model.safetensors",
+                           "metrics.jsonl", "certificate.json"})
+    fs::remove_all(dir / name);
+  witness::SigningKey key = witness::SigningKey::load(key_file);
+  const std::string key_name = witness::key_id(key.public_key());
+  auto single = dist::make_single_process();
+  const auto meta = run_meta(cfg, rc, dataset.manifest(), P, key.public_key(),
+                             session_json(*single, rc, "replicated", 0));
+  auto log = witness::LogWriter::create(dir / witness::kLogFileName, meta, std::move(key));
+
+  // From here on, trainer/train_loop.cpp's loop on one process.
+  const std::string config_yaml = cfg.to_yaml();
+  const Digest root = dataset.manifest().root;
+  const MicroBatch probe_batch =
+      to_micro_batch(eval_batch_tokens(dataset.val(), T, rc.witness.probe_sequences, 0),
+                     rc.witness.probe_sequences, T);
+  int64_t saved = -1;
+  auto checkpoint = [&] {
+    const Digest state = save_checkpoint(checkpoint_path(dir, opt.step),
+                                         CheckpointInfo{opt.step, P, config_yaml, root, {}},
+                                         model.flat_params(), opt.m, opt.v);
+    saved = opt.step;
+    log.append_checkpoint({uint64_t(opt.step), state, checkpoint_path({}, opt.step).string()});
+    log.sign();
+  };
+  auto probe = [&] {
+    torch::NoGradGuard no_grad;
+    log.append_probe(probe_outputs(model.logits(probe_batch.x), probe_batch.y, opt.step));
+  };
+  auto eval = [&] {
+    const float v = evaluate(model, dataset.val(), T, b, rc.train.eval_batches);
+    log.append_eval({uint64_t(opt.step), "val", "loss", v});
+  };
+  while (opt.step < total) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto feed = feed_at(opt.step);
+    StepRecord rec =
+        feed ? step_fed(model, opt, ctx, pool, *feed) : train_step(model, opt, ctx, pool);
+    if (after_step) {
+      torch::NoGradGuard no_grad;
+      after_step(rec);
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log.append_step(step_fields(rec), {unix_now(), secs});
+    const int64_t done = opt.step;
+    if (done % rc.witness.fingerprint_every == 0 || done == total) probe();
+    if (rc.train.eval_every > 0 && done % rc.train.eval_every == 0 && done != total) eval();
+    if (rc.train.checkpoint_every > 0 && done % rc.train.checkpoint_every == 0 && done != total)
+      checkpoint();
+  }
+  if (saved != total) checkpoint();
+  eval();
+  log.sign();
+  export_gpt2_safetensors(
+      model, dir / "model.safetensors",
+      {{"format", "pt"}, {"wit.step", std::to_string(total)}, {"wit.manifest_root", to_hex(root)}});
+  fmt::print("{}: trained {} ({} steps) and signed its log with key {}\n", attack, dir.string(),
+             total, key_name);
+  return 0;
+}
+
+}  // namespace
+}  // namespace wit
+
 int main(int argc, char** argv) {
   try {
-    return wit::witness::run(argc, argv);
+    if (argc < 4) wit::fail("usage: wit_test_dishonest RUN KEY ATTACK [ARGS...]");
+    if (wit::is_training_attack(argv[3]))
+      return wit::retrain(argv[1], argv[2], argv[3],
+                          std::vector<std::string>(argv + 4, argv + argc));
+    return wit::witness::rewrite(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_test_dishonest: {}\n", e.what());
     return 1;

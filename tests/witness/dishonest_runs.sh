@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Honest runs are certified when replayed on one process, whatever world size and layout trained
-# them; each dishonest trainer (tests/witness/dishonest.cpp: a well-formed log, signed with the
+# Honest runs are certified when replayed on one or two processes, whatever world size and layout
+# trained them; each dishonest trainer (tests/witness/dishonest.cpp: a well-formed log, signed with the
 # run's own key) is rejected, and the reason names the first mismatching step and field.
 # Also: certificates with any field changed fail their check; an honest run with a
 # nondeterministic setting is "not reproducible"; tolerance mode; bad input.
@@ -8,10 +8,13 @@
 source "$(dirname "$0")/verify_setup.sh"
 "$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null || fail "train n1"
 $mpirun 2 "$wit" train "$cfg" "${sets[@]}" --out "$work/n2" -q >/dev/null || fail "train n2"
+$mpirun 4 "$wit" train "$cfg" "${sets[@]}" --out "$work/n4" -q >/dev/null || fail "train n4"
+$mpirun 2 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f2" -q >/dev/null || fail "train f2"
 $mpirun 4 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f4" -q >/dev/null || fail "train f4"
 
-# Every honest run is certified by a verifier on one process and on two (either layout).
-for run in n1 n2 f4; do
+# Every honest run (1, 2, 4 processes; ddp and fsdp) is certified by a verifier on one process
+# and on two (either layout).
+for run in n1 n2 n4 f2 f4; do
   for replay in 1 2 2f; do
     case $replay in
       1) launch=() extra=() ;;
@@ -111,6 +114,11 @@ cp "$work/other/checkpoints/step_00000006.ckpt" "$work/lie/checkpoints/step_0000
 if verify "$work/lie" >"$work/lie.out" 2>&1; then fail "a spliced checkpoint was certified"; fi
 grep -Eq "REJECTED: (challenges|model).*(checkpoint|state|step 6)" "$work/lie.out" || { cat "$work/lie.out"; fail "spliced checkpoint: reason"; }
 echo "lie spliced-checkpoint: $(grep REJECTED "$work/lie.out")"
+# Another model published beside an honest log.
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && cp "$work/other/model.safetensors" "$work/lie/model.safetensors"
+if verify "$work/lie" >"$work/lie.out" 2>&1; then fail "another published model was certified"; fi
+grep -q "REJECTED: model: .*model.safetensors is not the export of the checkpoint after step 12" "$work/lie.out" || { cat "$work/lie.out"; fail "published model: reason"; }
+echo "lie other-published-model: $(grep REJECTED "$work/lie.out")"
 # A log tampered with after signing, without the key.
 rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie"
 /usr/bin/python3 - "$work/lie/witness.h5" <<'PY'

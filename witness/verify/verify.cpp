@@ -333,6 +333,39 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     out.cost.load_seconds += seconds_since(start);
   };
 
+  // The behavioural fingerprint of the engine's current state against a logged one (collective).
+  std::map<uint64_t, const ProbeRow*> probes;
+  for (auto& p : t.probes) probes[p.fields.step] = &p;
+  std::optional<MicroBatch> probe_batch;
+  auto check_probe = [&](const ProbeRow& row) {
+    if (!probe_batch)
+      probe_batch = to_micro_batch(
+          eval_batch_tokens(dataset->val(), rc.data.seq_len, rc.witness.probe_sequences, 0),
+          rc.witness.probe_sequences, rc.data.seq_len);
+    const ProbeFields got = engine->probe(*probe_batch);
+    const auto& logged = row.fields;
+    const uint64_t s = logged.step;
+    std::string problem;
+    if (root && o.tolerance) {
+      double worst = 0;
+      for (size_t i = 0; i < got.mean_logprob.size(); ++i)
+        worst = std::max(worst, double(std::abs(got.mean_logprob[i] - logged.mean_logprob.at(i))));
+      out.distances.probe_logprob = std::max(out.distances.probe_logprob, worst);
+      if (!(worst <= *o.tolerance))
+        problem = fmt::format(
+            "fingerprint after step {}, field mean_logprob: distance {:.3g} exceeds the "
+            "tolerance {:.3g}",
+            s, worst, *o.tolerance);
+    } else if (root && (got.mean_logprob != logged.mean_logprob ||
+                        got.argmax_digest != logged.argmax_digest)) {
+      problem = fmt::format(
+          "fingerprint after step {}: the model's outputs on the probe batch differ from the "
+          "log's",
+          s);
+    }
+    agree_with_root(comm, problem);
+  };
+
   stage("challenges", [&] {
     // Randomness the trainer could not know when it signed: the verifier's seed, or a hash of
     // the signed head (Fiat–Shamir).
@@ -353,14 +386,9 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     for (int64_t i = 0; i < o.challenges; ++i) drawn.insert(rng() % segments.size());
     out.draws = o.challenges;
     const std::vector<uint64_t> order(drawn.begin(), drawn.end());
-    std::map<uint64_t, const ProbeRow*> probes;
-    for (auto& p : t.probes) probes[p.fields.step] = &p;
     std::map<uint64_t, const EvalRow*> evals;
     for (auto& e : t.evals)
       if (e.fields.split == "val" && e.fields.metric == "loss") evals[e.fields.step] = &e;
-    const MicroBatch probe_batch = to_micro_batch(
-        eval_batch_tokens(dataset->val(), rc.data.seq_len, rc.witness.probe_sequences, 0),
-        rc.witness.probe_sequences, rc.data.seq_len);
     const StepContext ctx{&*batches, rc.optim, rc.train.steps, rc.train.seed, &comm};
     Distances& seen = out.distances;
     // A checkpoint the replay passes: its committed state must be the replayed one.
@@ -414,32 +442,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         out.cost.logged_seconds += t.steps[s].timing.seconds;
         out.cost.replayed_steps += 1;
         compare_step(step_fields(rec), t.steps[s].fields, o.tolerance, seen);
-        if (auto p = probes.find(s + 1); p != probes.end()) {
-          const ProbeFields got = engine->probe(probe_batch);  // collective
-          std::string problem;
-          if (root) {
-            const auto& logged = p->second->fields;
-            if (o.tolerance) {
-              double worst = 0;
-              for (size_t i = 0; i < got.mean_logprob.size(); ++i)
-                worst = std::max(worst,
-                                 double(std::abs(got.mean_logprob[i] - logged.mean_logprob.at(i))));
-              seen.probe_logprob = std::max(seen.probe_logprob, worst);
-              if (!(worst <= *o.tolerance))
-                problem = fmt::format(
-                    "fingerprint after step {}, field mean_logprob: distance {:.3g} exceeds the "
-                    "tolerance {:.3g}",
-                    s, worst, *o.tolerance);
-            } else if (got.mean_logprob != logged.mean_logprob ||
-                       got.argmax_digest != logged.argmax_digest) {
-              problem = fmt::format(
-                  "fingerprint after step {}: the model's outputs on the probe batch differ from "
-                  "the log's",
-                  s);
-            }
-          }
-          agree_with_root(comm, problem);
-        }
+        if (auto p = probes.find(s + 1); p != probes.end()) check_probe(*p->second);
         if (auto e = evals.find(s + 1); e != evals.end()) {
           const float v = engine->evaluate(dataset->val(), rc.data.seq_len,
                                            rc.train.micro_batch_size, rc.train.eval_batches);
@@ -497,7 +500,18 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
                               published.string(), last);
     }
     agree_with_root(comm, problem, false);
-    return fmt::format("model.safetensors is exactly the last checkpoint (after step {})", last);
+    // The last checkpoint is the model the log's last fingerprints describe.
+    const Fingerprint w = engine->weight_fingerprint();  // exact bits: any hardware agrees
+    if (last > 0 && w != t.steps[last - 1].fields.weight_fingerprint)
+      mismatch(
+          fmt::format("the last checkpoint's weight fingerprint {} is not the one logged "
+                      "after step {}",
+                      to_hex(w.data(), w.size()), last - 1));
+    if (auto p = probes.find(last); p != probes.end()) check_probe(*p->second);
+    return fmt::format(
+        "model.safetensors is exactly the last checkpoint (after step {}), whose weight and "
+        "behavioural fingerprints are the logged ones",
+        last);
   });
 
   stage("evaluation", [&] {

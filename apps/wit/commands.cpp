@@ -241,9 +241,13 @@ void add_verify(CLI::App& app) {
                   "Fraction of unfaithful steps the challenges must catch (default 0.1)");
   sub->add_option("--confidence", o->confidence,
                   "... with this probability (default 0.9): c = log(1-p)/log(1-f)");
-  sub->add_option("--seed", o->seed,
+  auto* seed = sub->add_option("--seed", o->seed,
                   "The verifier's random seed for the challenges (default: Fiat-Shamir from the "
                   "log's signed head)");
+  sub->add_flag("--fiat-shamir", o->fiat_shamir,
+                "Draw the challenges from the SHA-256 of the log's signed head, so anyone can "
+                "recompute them (the default without --seed)")
+      ->excludes(seed);
   sub->add_option("--trainer-key", o->trainer_key,
                   "Require the log to be signed by this public key (hex or PEM file)");
   sub->add_option("--key", o->key,

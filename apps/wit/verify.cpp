@@ -79,23 +79,39 @@ int verify(const VerifyCliOptions& o) {
   }
   const auto cert = witness::sign_certificate(r.certificate, *key);
   const fs::path file = o.run / "certificate.json";
-  write_file_atomic(file, cert.dump(2) + "\n");
+  std::string verdict;
   if (r.outcome == witness::Outcome::ConsistentWithinTolerance) {
     const witness::Distances& d = r.distances;
-    fmt::print(
+    verdict = fmt::format(
         "CONSISTENT WITHIN TOLERANCE: {} ({} of {} segments replayed; not certified: {})\n"
         "  largest distances seen: loss {:.3g}, grad_norm {:.3g}, probe log-prob {:.3g}, eval "
-        "{:.3g}, checkpointed weights {:.3g}\n  report {}\n",
+        "{:.3g}, checkpointed weights {:.3g}\n",
         o.run.string(), r.challenged.size(), r.segments, r.reason, d.loss, d.grad_norm,
-        d.probe_logprob, d.eval, d.weights, file.string());
-    return 0;
+        d.probe_logprob, d.eval, d.weights);
+  } else {
+    verdict = fmt::format("CERTIFIED: {} ({} of {} segments replayed exactly)\n  {}\n",
+                          o.run.string(), r.challenged.size(), r.segments,
+                          cert["guarantee"]["statement"].get<std::string>());
+    for (auto& b : cert["guarantee"]["bounds"])
+      verdict += fmt::format("  f = {:<5} -> rejected with probability >= {:.4f}\n",
+                             b["f"].get<double>(),
+                             b["rejected_with_probability_at_least"].get<double>());
   }
-  fmt::print("CERTIFIED: {} ({} of {} segments replayed exactly)\n  {}\n  certificate {}\n",
-             o.run.string(), r.challenged.size(), r.segments,
-             cert["guarantee"]["statement"].get<std::string>(), file.string());
-  for (auto& b : cert["guarantee"]["bounds"])
-    fmt::print("  f = {:<5} -> rejected with probability >= {:.4f}\n", b["f"].get<double>(),
-               b["rejected_with_probability_at_least"].get<double>());
+  // The same for people: what was checked, by whom, with which result.
+  std::string summary = verdict;
+  summary += fmt::format("  run genesis {}, head {}, manifest root {}\n",
+                         cert["genesis"].get<std::string>().substr(0, 16),
+                         cert["head"].get<std::string>().substr(0, 16),
+                         cert["manifest_root"].get<std::string>().substr(0, 16));
+  summary += fmt::format("  challenges: {} ({}), replayed on {}\n", r.draws, r.challenge_source,
+                         cert["replayed_on"].get<std::string>());
+  for (auto& st : r.stages) summary += fmt::format("  {:<11} passed: {}\n", st.name, st.detail);
+  summary += fmt::format("  verifier key {}, {}; signed certificate {}\n",
+                         witness::key_id(key->public_key()),
+                         cert["verified_at"].get<std::string>(), file.string());
+  write_file_atomic(file, cert.dump(2) + "\n");
+  write_file_atomic(o.run / "certificate.txt", summary);
+  fmt::print("{}  certificate {} (summary: certificate.txt)\n", verdict, file.string());
   return 0;
 }
 

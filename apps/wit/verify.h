@@ -14,6 +14,7 @@ struct VerifyCliOptions {
   double target = 0.1;        // fraction of unfaithful steps to catch ...
   double confidence = 0.9;    // ... with this probability
   int64_t seed = -1;          // -1: Fiat–Shamir from the signed head
+  bool fiat_shamir = false;   // explicit form of the default
   std::string trainer_key;    // public key the trainer must have signed with
   std::filesystem::path key;  // the verifier's signing key (default: the machine's key)
   std::filesystem::path check_certificate;

@@ -150,11 +150,23 @@ grep -q "step_00000006.ckpt (after step 6) is missing" "$work/bad.out" || { cat 
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && head -c 1000 "$work/n1/witness.h5" >"$work/bad/witness.h5"
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an unreadable log was certified"
 grep -q "wit: error: .*witness.h5" "$work/bad.out" || { cat "$work/bad.out"; fail "unreadable log: message"; }
+# A config this build cannot run (a key it does not know), in an otherwise intact log.
+rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json"
+/usr/bin/python3 - "$work/bad/witness.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    y = f["meta"].attrs["config_yaml"]
+    y = y.decode() if isinstance(y, bytes) else y
+    f["meta"].attrs["config_yaml"] = y.replace("model:\n", "model:\n  attention: flash\n", 1)
+PY
+verify "$work/bad" >"$work/bad.out" 2>&1 && fail "a config with an unknown key was certified"
+grep -q "witness.h5:/meta (line [0-9]*): unknown config key 'model.attention'" "$work/bad.out" || { cat "$work/bad.out"; fail "unknown key: message"; }
+[ -f "$work/bad/certificate.json" ] && fail "unknown key: a certificate was written"
 verify "$work/n1" --segment 13 >"$work/bad.out" 2>&1 && fail "a segment outside the run"
 grep -q "segment 13 is longer than the run (12 steps)" "$work/bad.out" || { cat "$work/bad.out"; fail "segment: message"; }
 $mpirun 3 "$wit" verify "$work/n1" --key "$work/verifier.pem" >"$work/bad.out" 2>&1 && fail "3 processes for 4 micro-batches"
 grep -q "world size 3\|3 process" "$work/bad.out" || { cat "$work/bad.out"; fail "world size: message"; }
 "$wit" verify "$work/n1" --key "$work/verifier.pem" -c 0 >"$work/bad.out" 2>&1 && fail "zero challenges accepted"
 grep -q "at least 1" "$work/bad.out" || { cat "$work/bad.out"; fail "zero challenges: message"; }
-echo "bad input: missing checkpoint, unreadable log, a segment longer than the run, a world size that does not divide M, no challenges: refused"
+echo "bad input: missing checkpoint, unreadable log, unknown config key, a segment longer than the run, a world size that does not divide M, no challenges: refused"
 echo "verify: honest runs certified, every lie rejected"

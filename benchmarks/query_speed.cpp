@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/bench_timing.h"
 #include "core/merkle.h"
 #include "trainer/data/manifest.h"
 #include "trainer/data/split.h"
@@ -37,15 +38,8 @@ using wit::witness::Answer;
 using wit::witness::DataIndex;
 using wit::witness::Verdict;
 
-double secs_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using wit::bench::median;
+using wit::bench::secs_since;
 
 // Nearest rank: the smallest value with at least q of the values at or below it.
 double percentile(std::vector<double> v, double q) {

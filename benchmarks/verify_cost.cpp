@@ -24,6 +24,7 @@
 
 #include "apps/wit/plot.h"
 #include "benchmarks/bench_data.h"
+#include "benchmarks/bench_timing.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/train_loop.h"
@@ -36,15 +37,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double secs_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using wit::bench::median;
+using wit::bench::secs_since;
 
 const char* kUsage = R"(wit_bench_verify: what `wit verify` costs against what training cost.
 

@@ -91,11 +91,7 @@ expect_rejected() {  # NAME EXPECTED_REASON ATTACK ARGS...
   shift 2
   rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate.json"
   "$liar" "$work/lie" "$WIT_SIGNING_KEY" "$@" >/dev/null || fail "$name: the dishonest trainer failed"
-  "$wit" inspect "$work/lie" >/dev/null || fail "$name: the forged log is not well-formed"
-  if verify "$work/lie" >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "$name was certified"; fi
-  [ -f "$work/lie/certificate.json" ] && fail "$name: a certificate was written"
-  grep -q "REJECTED: .*$reason" "$work/lie.out" || { cat "$work/lie.out"; fail "$name: expected '$reason'"; }
-  echo "lie $name: $(grep REJECTED "$work/lie.out")"
+  check_rejected "$name" ".*$reason"
 }
 expect_rejected misreported-lr "step 4, field lr" misreport-lr 4
 expect_rejected misreported-clip "step 7, field grad_clip" misreport-clip 7

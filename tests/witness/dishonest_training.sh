@@ -35,11 +35,7 @@ expect_rejected() {  # NAME EXPECTED_REASON ATTACK ARGS...
   rm -rf "$work/lie" && cp -r "$work/honest" "$work/lie"
   "$liar" "$work/lie" "$WIT_SIGNING_KEY" "$@" >"$work/liar.out" 2>&1 ||
     { cat "$work/liar.out"; fail "$name: the dishonest trainer failed"; }
-  "$wit" inspect "$work/lie" >/dev/null || fail "$name: the log is not well-formed"
-  if verify "$work/lie" >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "$name was certified"; fi
-  [ -f "$work/lie/certificate.json" ] && fail "$name: a certificate was written"
-  grep -q "REJECTED: $reason" "$work/lie.out" || { cat "$work/lie.out"; fail "$name: expected '$reason'"; }
-  echo "lie $name: $(grep REJECTED "$work/lie.out")"
+  check_rejected "$name" "$reason"
 }
 expect_rejected injected-sample "challenges: step 4, field loss" inject-sample 4
 expect_rejected dropped-sample "challenges: step 7, field loss" drop-sample 7

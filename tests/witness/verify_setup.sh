@@ -22,3 +22,12 @@ cfg="$src/configs/tiny.yaml"
 mpirun="mpirun --oversubscribe --bind-to none -np"
 # The verifier with its key, requiring the trainer's key, challenging every segment.
 verify() { "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" -c 40 "${@:2}"; }
+# The lie in $work/lie is a well-formed log that `wit verify` rejects, writing no certificate,
+# with a REJECTED line matching REASON (a grep pattern).
+check_rejected() {  # NAME REASON
+  "$wit" inspect "$work/lie" >/dev/null || fail "$1: the forged log is not well-formed"
+  if verify "$work/lie" >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "$1 was certified"; fi
+  [ -f "$work/lie/certificate.json" ] && fail "$1: a certificate was written"
+  grep -q "REJECTED: $2" "$work/lie.out" || { cat "$work/lie.out"; fail "$1: expected '$2'"; }
+  echo "lie $1: $(grep REJECTED "$work/lie.out")"
+}

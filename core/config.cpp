@@ -171,8 +171,22 @@ std::string Schema::describe() const {
 
 Config Config::load(const std::filesystem::path& file, const Schema& schema,
                     const std::vector<std::string>& overrides) {
-  if (!std::filesystem::exists(file)) fail("config file {} does not exist", file.string());
-  return parse(read_text_file(file), file.string(), schema, overrides);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) fail("config file {} does not exist", file.string());
+  if (!std::filesystem::is_regular_file(file, ec))
+    fail("config file {} is not a regular file (a directory?): give a YAML file", file.string());
+  const std::string text = read_text_file(file);
+  // A file with no settings at all is a mistake (a truncated copy, the wrong file), not a request
+  // for every default.
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return parse(text, file.string(), schema, overrides);  // parse() reports the syntax error
+  }
+  if (!root || root.IsNull() || (root.IsMap() && root.size() == 0))
+    fail("config file {} is empty: it sets no keys (see `wit train --help`)", file.string());
+  return parse(text, file.string(), schema, overrides);
 }
 
 Config Config::parse(const std::string& yaml_text, const std::string& origin, const Schema& schema,
@@ -192,14 +206,28 @@ Config Config::parse(const std::string& yaml_text, const std::string& origin, co
   if (root && !root.IsNull()) {
     if (!root.IsMap())
       fail("{}: expected a mapping of sections (model:, data:, train:, ...)", origin);
+    std::map<std::string, int> seen;  // YAML allows a key twice; which one wins is a guess
+    auto once = [&](const std::string& path, const YAML::Node& at) {
+      const int line = at.Mark().line + 1;
+      auto [it, fresh] = seen.emplace(path, line);
+      if (!fresh)
+        fail("{} (line {}): '{}' is set twice (also on line {}): remove one", origin, line, path,
+             it->second);
+    };
     for (auto sec : root) {
+      if (!sec.first.IsScalar()) fail("{}: section names must be plain words", origin);
       std::string section = sec.first.as<std::string>();
+      once(section, sec.first);
       if (!sec.second.IsMap()) {
         if (sec.second.IsNull()) continue;
         fail("{}: section '{}' must be a mapping of keys", origin, section);
       }
       for (auto kv : sec.second) {
+        if (!kv.first.IsScalar())
+          fail("{} (line {}): keys of section '{}' must be plain words", origin,
+               kv.first.Mark().line + 1, section);
         std::string path = section + "." + kv.first.as<std::string>();
+        once(path, kv.first);
         const Key* key = schema.find(path);
         if (!key) unknown(path, fmt::format("{} (line {})", origin, kv.first.Mark().line + 1));
         if (!kv.second.IsScalar())
@@ -247,25 +275,29 @@ std::string Config::to_yaml(const std::vector<std::string>& exclude) const {
       if (path == e || (!e.empty() && e.back() == '.' && path.rfind(e, 0) == 0)) return true;
     return false;
   };
+  // Sections in order of their first key; a schema may interleave them.
+  std::vector<std::string> sections;
+  for (auto& k : schema_->keys()) {
+    std::string s = k.path.substr(0, k.path.find('.'));
+    if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
+  }
   YAML::Emitter out;
   out << YAML::BeginMap;
-  std::string section;
-  for (auto& k : schema_->keys()) {
-    if (excluded(k.path)) continue;
-    std::string s = k.path.substr(0, k.path.find('.'));
-    if (s != section) {
-      if (!section.empty()) out << YAML::EndMap;
-      section = s;
-      out << YAML::Key << s << YAML::Value << YAML::BeginMap;
+  for (auto& s : sections) {
+    bool open = false;
+    for (auto& k : schema_->keys()) {
+      if (excluded(k.path) || k.path.compare(0, s.size() + 1, s + ".") != 0) continue;
+      if (!open) out << YAML::Key << s << YAML::Value << YAML::BeginMap;
+      open = true;
+      const std::string& v = values_.at(k.path);
+      out << YAML::Key << k.path.substr(s.size() + 1) << YAML::Value;
+      if (k.type == Type::String)
+        out << YAML::DoubleQuoted << v;
+      else
+        out << v;
     }
-    const std::string& v = values_.at(k.path);
-    out << YAML::Key << k.path.substr(s.size() + 1) << YAML::Value;
-    if (k.type == Type::String)
-      out << YAML::DoubleQuoted << v;
-    else
-      out << v;
+    if (open) out << YAML::EndMap;
   }
-  if (!section.empty()) out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -96,6 +96,24 @@ TEST(Config, load_reads_files_and_names_missing_ones) {
   EXPECT_TRUE(contains(msg, "does not exist")) << msg;
 }
 
+TEST(Config, load_refuses_a_directory_an_empty_file_and_duplicate_keys) {
+  wit::testing::TempDir dir;
+  Schema s = test_schema();
+  std::string msg = error_of([&] { Config::load(dir.path(), s); });
+  EXPECT_TRUE(contains(msg, "is not a regular file")) << msg;
+  for (const char* text : {"", "# nothing but a comment\n", "{}\n"}) {
+    std::ofstream(dir / "empty.yaml") << text;
+    msg = error_of([&] { Config::load(dir / "empty.yaml", s); });
+    EXPECT_TRUE(contains(msg, "empty.yaml is empty: it sets no keys")) << text << ": " << msg;
+  }
+  msg = error_of([&] { Config::parse("train:\n  steps: 5\n  steps: 6\n", "dup.yaml", s); });
+  EXPECT_TRUE(contains(msg, "dup.yaml (line 3): 'train.steps' is set twice (also on line 2)"))
+      << msg;
+  msg = error_of(
+      [&] { Config::parse("train:\n  steps: 5\noptim:\n  lr: 0.1\ntrain:\n  steps: 6\n", "d", s); });
+  EXPECT_TRUE(contains(msg, "'train' is set twice")) << msg;
+}
+
 TEST(Config, resolved_yaml_round_trips) {
   Schema s = test_schema();
   Config c = Config::parse("train:\n  steps: 20\noptim:\n  lr: 0.1\n", "r.yaml", s,

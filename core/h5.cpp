@@ -302,6 +302,18 @@ bool Object::has_attr(const std::string& name) const {
   return exists > 0;
 }
 
+std::vector<std::string> Object::attribute_names() const {
+  std::vector<std::string> names;
+  auto collect = [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
+    static_cast<std::vector<std::string>*>(data)->push_back(name);
+    return 0;
+  };
+  hsize_t at = 0;
+  check(H5Aiterate2(id(), H5_INDEX_NAME, H5_ITER_INC, &at, collect, &names), "list attributes of",
+        where());
+  return names;
+}
+
 void Object::read_scalar_attr(const std::string& name, Element type, void* value) const {
   std::string w = where();
   Handle attr = open_attr(id(), name, w);
@@ -410,6 +422,7 @@ std::vector<Digest> Dataset::read_digests() const {
 }
 
 std::vector<Digest> Dataset::read_digest_rows(uint64_t first, uint64_t count) const {
+  check_read_size(count, 32);
   std::vector<Digest> out(count);
   read_range(Element::U8, first, count, 32, out.data());
   return out;
@@ -417,11 +430,43 @@ std::vector<Digest> Dataset::read_digest_rows(uint64_t first, uint64_t count) co
 
 std::vector<std::string> Dataset::read_strings() const {
   uint64_t n = rows_of_1d();
+  check_read_size(n, sizeof(char*));
   Handle ftype(check_id(H5Dget_type(id()), "get the type of", where()));
   Handle space(check_id(H5Dget_space(id()), "get the dataspace of", where()));
   return read_string_values(ftype.id(), space.id(), n, where(), [&](hid_t mtype, void* buf) {
     return H5Dread(id(), mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
   });
+}
+
+std::vector<std::string> Dataset::read_fixed_string_bytes(size_t width) const {
+  const uint64_t n = rows_of_1d();
+  Handle ftype(check_id(H5Dget_type(id()), "get the type of", where()));
+  if (H5Tget_class(ftype.id()) != H5T_STRING || H5Tis_variable_str(ftype.id()) != 0 ||
+      H5Tget_size(ftype.id()) != width)
+    fail("HDF5: {} does not hold fixed-length strings of {} bytes", where(), width);
+  check_read_size(n, width);
+  std::vector<char> buffer(n * width);
+  if (n > 0) {
+    Handle mtype(check_id(H5Tcopy(ftype.id()), "copy the string type of", where()));
+    check(H5Dread(id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "read",
+          where());
+  }
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) out.emplace_back(buffer.data() + i * width, width);
+  return out;
+}
+
+void Dataset::check_read_size(uint64_t rows, uint64_t row_bytes) const {
+  // A damaged or hostile file can claim any shape; unwritten chunks read as fill values, so the
+  // claim is bounded by what the file could hold, not by what HDF5 would return.
+  std::error_code ec;
+  const uint64_t file_bytes = fs::file_size(file_, ec);
+  const uint64_t limit = ec ? (uint64_t(1) << 32) : std::max<uint64_t>(file_bytes, 1 << 20);
+  if (row_bytes != 0 && rows > limit / row_bytes)
+    fail("HDF5: {} claims {} rows of {} bytes, more than its file of {} bytes can hold "
+         "(damaged file)",
+         where(), rows, row_bytes, file_bytes);
 }
 
 void Dataset::append_raw(Element type, const void* rows, size_t count, uint64_t width) {
@@ -545,6 +590,29 @@ Group Group::open_group(const std::string& name) const {
   hid_t g = H5Gopen2(id(), name.c_str(), H5P_DEFAULT);
   if (g < 0) fail_h5("open group", file_ + ":" + path);
   return Group(Handle(g), file_, path);
+}
+
+std::vector<std::string> Group::member_names() const {
+  std::vector<std::string> names;
+  auto collect = [](hid_t, const char* name, const H5L_info_t*, void* data) -> herr_t {
+    static_cast<std::vector<std::string>*>(data)->push_back(name);
+    return 0;
+  };
+  hsize_t at = 0;
+  check(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &at, collect, &names), "list the members of",
+        where());
+  return names;
+}
+
+bool Group::is_group(const std::string& name) const {
+  H5O_info_t info{};
+#if H5_VERSION_GE(1, 12, 0)
+  if (H5Oget_info_by_name3(id(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+#else
+  if (H5Oget_info_by_name2(id(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+#endif
+    fail_h5(fmt::format("look up '{}' in", name), where());
+  return info.type == H5O_TYPE_GROUP;
 }
 
 bool Group::exists(const std::string& name) const {
@@ -718,11 +786,22 @@ File File::open_live_write(const fs::path& path) {
 }
 
 File File::open_read_live(const fs::path& path) {
-  return open(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ);
+  check_openable(path);
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f >= 0) return File(Handle(f), path);
+  // Marked as being written (a live writer, or one that crashed): read it as SWMR does, with few
+  // metadata read attempts (HDF5's default of 100 retries a damaged file for minutes).
+  H5Eclear2(H5E_DEFAULT);
+  Handle fapl(
+      check_id(H5Pcreate(H5P_FILE_ACCESS), "create file access properties for", path.string()));
+  check(H5Pset_metadata_read_attempts(fapl.id(), kLiveReadAttempts),
+        "bound the metadata read attempts for", path.string());
+  f = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.id());
+  if (f < 0) fail_h5("open", path.string());
+  return File(Handle(f), path);
 }
 
-File File::open(const fs::path& path, unsigned flags) {
-  const bool writable = (flags & H5F_ACC_RDWR) != 0;
+void File::check_openable(const fs::path& path) {
   silence_hdf5();
   std::error_code ec;
   if (!fs::exists(path, ec)) fail("cannot open {}: no such file", path.string());
@@ -734,12 +813,12 @@ File File::open(const fs::path& path, unsigned flags) {
 #endif
   if (is_hdf5 < 0) fail_h5("read", path.string());
   if (is_hdf5 == 0) fail("cannot open {}: not an HDF5 file", path.string());
+}
+
+File File::open(const fs::path& path, unsigned flags) {
+  const bool writable = (flags & H5F_ACC_RDWR) != 0;
+  check_openable(path);
   hid_t f = H5Fopen(path.c_str(), flags, H5P_DEFAULT);
-  if (f < 0 && (flags & H5F_ACC_SWMR_READ)) {
-    // Not written in the latest format (never live): a plain read-only open will do.
-    H5Eclear2(H5E_DEFAULT);
-    f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  }
   if (f < 0) fail_h5(writable ? "open for writing" : "open", path.string());
   return File(Handle(f), path);
 }

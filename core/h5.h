@@ -28,6 +28,10 @@ namespace wit::h5 {
 
 namespace fs = std::filesystem;
 
+// Metadata read attempts for a file read while it may be written (SWMR): enough to ride out a
+// writer's flush, few enough that a damaged file fails at once.
+constexpr unsigned kLiveReadAttempts = 4;
+
 // "HDF5 1.10.8": the library this build links.
 std::string library_version();
 
@@ -92,6 +96,8 @@ class Object {
   void set_double_attr(const std::string& name, double value);
 
   bool has_attr(const std::string& name) const;
+  // Every attribute's name, in creation order where HDF5 tracks it, else by name.
+  std::vector<std::string> attribute_names() const;
   // Reading accepts fixed- or variable-length strings and any stored numeric type that
   // converts (integers must be stored as integers, floats as floats).
   std::string string_attr(const std::string& name) const;
@@ -131,15 +137,20 @@ class Dataset : public Object {
   // Whole-dataset reads. read<T> needs a 1-D dataset; read_digests an (n, 32) uint8 one.
   template <typename T>
   std::vector<T> read() const {
+    check_read_size(rows_of_1d(), sizeof(T));
     std::vector<T> out(rows_of_1d());
     read_all(element_of<T>(), out.data());
     return out;
   }
   std::vector<Digest> read_digests() const;
   std::vector<std::string> read_strings() const;
+  // A 1-D fixed-length string dataset of exactly `width` bytes per row, each row as stored:
+  // every byte, padding included (read_strings stops at the first NUL).
+  std::vector<std::string> read_fixed_string_bytes(size_t width) const;
   // Rows [first, first + count) of a 1-D dataset, e.g. one training step of the witness log.
   template <typename T>
   std::vector<T> read_rows(uint64_t first, uint64_t count) const {
+    check_read_size(count, sizeof(T));
     std::vector<T> out(count);
     read_range(element_of<T>(), first, count, 1, out.data());
     return out;
@@ -148,6 +159,7 @@ class Dataset : public Object {
   // Rows [first, first + count) of an (n, width) dataset, row-major (width 1: a 1-D dataset).
   template <typename T>
   std::vector<T> read_matrix_rows(uint64_t first, uint64_t count, uint64_t width) const {
+    check_read_size(count, width > 0 && width < (uint64_t(1) << 32) ? width * sizeof(T) : ~0ull);
     std::vector<T> out(count * width);
     read_range(element_of<T>(), first, count, width, out.data());
     return out;
@@ -191,6 +203,8 @@ class Dataset : public Object {
   Dataset(Handle h, std::string file, std::string path)
       : Object(std::move(h), std::move(file), std::move(path)) {}
   uint64_t rows_of_1d() const;
+  // Fails when `rows` of `row_bytes` could not be in this dataset's file (a damaged shape).
+  void check_read_size(uint64_t rows, uint64_t row_bytes) const;
   void read_all(Element type, void* out) const;
   void read_range(Element type, uint64_t first, uint64_t count, uint64_t width, void* out) const;
   void append_raw(Element type, const void* rows, size_t count, uint64_t width);
@@ -203,6 +217,10 @@ class Group : public Object {
 
   Group create_group(const std::string& name);
   Group open_group(const std::string& name) const;
+  // The names of the links directly below this group, sorted.
+  std::vector<std::string> member_names() const;
+  // Whether `name` below this group is a group (false for a dataset or anything else).
+  bool is_group(const std::string& name) const;
   // Whether a link `name` (which may be a path "a/b") exists below this group.
   bool exists(const std::string& name) const;
   // Unlinks a dataset or group (the file does not shrink; HDF5 reuses the space when it can).
@@ -272,7 +290,10 @@ class File : public Group {
   // Opens a file made by create_live for appending while readers watch (SWMR write).
   static File open_live_write(const fs::path& path);
   // Reads a file whether or not a writer still has it open, or crashed while it did (the file
-  // then still says it is being written; a plain open refuses it).
+  // then still says it is being written; a plain open refuses it). A finished file is opened
+  // plainly: only a file marked as being written is read as a live (SWMR) file, and then with a
+  // bounded number of metadata read attempts, so that a damaged file fails instead of being
+  // retried without end.
   static File open_read_live(const fs::path& path);
 
   void flush();
@@ -284,6 +305,8 @@ class File : public Group {
  private:
   File(Handle h, const fs::path& path);
   static File open(const fs::path& path, unsigned flags);
+  // Fails naming the file when it is missing, a directory or not HDF5.
+  static void check_openable(const fs::path& path);
   fs::path fs_path_;
 };
 

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "witness/log/format.h"
 
 namespace wit {
 
@@ -94,7 +95,7 @@ Digest state_hash(int64_t step, const torch::Tensor& params, const torch::Tensor
 }
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int64_t step) {
-  return run_dir / "checkpoints" / fmt::format("step_{:08d}.ckpt", step);
+  return run_dir / witness::checkpoint_file_name(uint64_t(step));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -104,22 +104,26 @@ RunConfig run_config_from(const config::Config& c) {
   return r;
 }
 
-std::string trajectory_yaml(const config::Config& c) {
-  // Where the data lives, how the work is spread, and what is logged when do not change a bit
-  // of the trajectory: a replay elsewhere, at another world size, has the same genesis.
+std::string committed_yaml(const config::Config& c) {
   std::vector<std::string> exclude = resume_mutable_keys();
-  exclude.push_back("data.dir");
-  exclude.push_back("witness.");
   // The canonical reduction gives the same bits at any world size; another one is part of the
-  // trajectory (and of the genesis).
+  // trajectory.
   if (c.get_string("dist.reduction") == "canonical") exclude.push_back("dist.reduction");
   return c.to_yaml(exclude);
 }
 
+config::Config parse_committed(const std::string& yaml, const std::string& origin) {
+  config::Config c = config::Config::parse(yaml, origin, run_schema());
+  if (committed_yaml(c) != yaml)
+    fail(
+        "{}: the committed config is not in canonical form (a key is missing, extra, out of "
+        "order or written differently from how wit writes it)",
+        origin);
+  return c;
+}
+
 const std::vector<std::string>& resume_mutable_keys() {
-  static const std::vector<std::string> keys = {"train.log_every", "train.eval_every",
-                                                "train.eval_batches", "train.checkpoint_every",
-                                                "dist.mode"};
+  static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every"};
   return keys;
 }
 

@@ -1,5 +1,6 @@
 // The configuration of a training run: the schema of every YAML key `wit train` accepts, and
-// the typed structs each component receives. Parsed and validated once, at the edge.
+// the typed structs each component receives. Parsed and validated once, at the edge. No torch:
+// the witness log's readers parse the config a run committed to.
 #pragma once
 
 #include <filesystem>
@@ -7,7 +8,7 @@
 #include <vector>
 
 #include "core/config.h"
-#include "trainer/model/gpt.h"
+#include "trainer/model/gpt_config.h"
 #include "trainer/optim/adamw.h"
 
 namespace wit {
@@ -55,9 +56,15 @@ const config::Schema& run_schema();
 // Builds the structs and checks what single keys cannot: relations between keys.
 RunConfig run_config_from(const config::Config& c);
 // The config as the witness log's genesis commits to it: every key that decides the trajectory
-// (not data.dir, dist.*, logging, evaluation, checkpoint or witness schedules).
-std::string trajectory_yaml(const config::Config& c);
-// Keys that may change on --resume without changing the training trajectory.
+// or that a reader of the log consults (evaluation, checkpoint and fingerprint schedules, eval
+// batches), in canonical text. Left out: where the data lives (data.dir: the genesis commits to
+// the dataset itself), how the work is spread (dist.mode; dist.reduction while canonical) and
+// how often progress is printed (train.log_every).
+std::string committed_yaml(const config::Config& c);
+// Reads a committed config back (`origin` names it in errors): it must parse against the schema
+// and be in the canonical form committed_yaml() writes, so that one config has one text.
+config::Config parse_committed(const std::string& yaml, const std::string& origin);
+// Keys that may change on --resume: they are not committed.
 const std::vector<std::string>& resume_mutable_keys();
 
 }  // namespace wit

@@ -119,9 +119,8 @@ ResolvedRun resolve(const TrainOptions& o) {
       const auto& ok = resume_mutable_keys();
       if (std::find(ok.begin(), ok.end(), key) == ok.end() && schema.find(key))
         fail(
-            "--set {}: cannot change {} when resuming, it would change the training "
-            "trajectory (changeable: train.log_every, train.eval_every, train.eval_batches, "
-            "train.checkpoint_every)",
+            "--set {}: cannot change {} when resuming: the run's witness log committed to it "
+            "(changeable: data.dir, dist.mode, train.log_every)",
             ov, key);
     }
     return {config::Config::load(cfg_file, schema, o.overrides), o.run_dir};
@@ -151,6 +150,7 @@ void maybe_inject_fault(int rank, int64_t step) {
 TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   const bool is_root = comm.is_root();
   const bool quiet = opts.quiet || !is_root;
+  if (opts.until == 0) fail("--until must be at least 1 step");
   ResolvedRun run = resolve(opts);
   comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
   const RunConfig rc = run_config_from(run.cfg);
@@ -237,12 +237,12 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   std::optional<witness::LogWriter> log;
   if (is_root && !finished_already) {
     const auto meta =
-        run_meta(run.cfg, rc, dataset.manifest(), engine->num_params(), key->public_key(), session);
+        run_meta(run.cfg, dataset.manifest(), engine->num_params(), key->public_key(), session);
     if (opts.resume) {
       const witness::ResumePoint at{
           uint64_t(steps_done()),
           loaded_weights,
-          {uint64_t(steps_done()), loaded_state, checkpoint_path({}, steps_done()).string()}};
+          {uint64_t(steps_done()), loaded_state}};
       log.emplace(witness::LogWriter::resume(log_file, meta, std::move(*key), at));
     } else {
       log.emplace(witness::LogWriter::create(log_file, meta, std::move(*key)));
@@ -294,8 +294,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
                      CheckpointInfo{steps_done(), engine->num_params(), config_yaml, root, {}});
     saved_step = steps_done();
     record([&](witness::LogWriter& w) {
-      w.append_checkpoint(
-          {uint64_t(steps_done()), state, checkpoint_path({}, steps_done()).string()});
+      w.append_checkpoint({uint64_t(steps_done()), state});
       w.sign();
     });
   };

@@ -101,6 +101,7 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
       {"layout", layout},
       {"reduction", rc.dist_reduction == "canonical" ? "canonical-tree" : rc.dist_reduction},
       {"threads", rc.train.threads},
+      {"data_dir", rc.data.dir.string()},
       {"versions", versions},
       {"hardware", hardware},
       {"hosts", hosts},
@@ -109,23 +110,14 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
   return s.dump();
 }
 
-witness::RunMeta run_meta(const config::Config& cfg, const RunConfig& rc,
+witness::RunMeta run_meta(const config::Config& cfg,
                           const data::Manifest& manifest, int64_t num_params,
                           const witness::PublicKey& key, const std::string& session) {
   witness::RunMeta m;
-  m.config_yaml = cfg.to_yaml();
-  m.trajectory_yaml = trajectory_yaml(cfg);
+  m.committed_yaml = committed_yaml(cfg);
   m.manifest_root = manifest.root;
   m.data_layout = data::layout_digest(manifest);
   m.num_params = uint64_t(num_params);
-  m.run_seed = rc.train.seed;
-  m.data_seed = rc.data.seed;
-  m.total_steps = uint64_t(rc.train.steps);
-  m.micro_batches = uint64_t(rc.train.micro_batches);
-  m.micro_batch_size = uint64_t(rc.train.micro_batch_size);
-  m.seq_len = uint64_t(rc.data.seq_len);
-  m.fingerprint_every = uint64_t(rc.witness.fingerprint_every);
-  m.probe_sequences = uint64_t(rc.witness.probe_sequences);
   m.public_key = key;
   m.sessions_json = "[" + session + "]";
   m.created = utc_now();

@@ -23,7 +23,7 @@ witness::SigningKey training_key(const std::filesystem::path& explicit_key, bool
 std::string session_json(dist::Communicator& comm, const RunConfig& rc, const std::string& layout,
                          int64_t first_step);
 
-witness::RunMeta run_meta(const config::Config& cfg, const RunConfig& rc,
+witness::RunMeta run_meta(const config::Config& cfg,
                           const data::Manifest& manifest, int64_t num_params,
                           const witness::PublicKey& key, const std::string& session);
 

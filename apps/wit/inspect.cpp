@@ -42,7 +42,8 @@ json summary(const witness::WitnessLog& log, const witness::LogReport& r) {
   j["genesis"] = to_hex(log.genesis);
   j["key_id"] = witness::key_id(m.public_key);
   j["public_key"] = to_hex(m.public_key.data(), m.public_key.size());
-  j["total_steps"] = m.total_steps;
+  j["total_steps"] = r.config ? json(r.config->train.steps) : json(nullptr);
+  j["committed_yaml"] = m.committed_yaml;
   j["steps"] = t.steps.size();
   j["complete"] = r.complete;
   j["tokens"] = tokens;
@@ -69,10 +70,17 @@ json summary(const witness::WitnessLog& log, const witness::LogReport& r) {
   for (auto& c : t.checkpoints)
     ckpts.push_back({{"step", c.fields.step},
                      {"state_hash", to_hex(c.fields.state_hash)},
-                     {"path", c.fields.path}});
+                     {"path", witness::checkpoint_file_name(c.fields.step)}});
   j["checkpoints"] = ckpts;
   j["fingerprints"] = t.probes.size();
-  j["fingerprint_every"] = m.fingerprint_every;
+  j["fingerprint_every"] =
+      r.config ? json(r.config->witness.fingerprint_every) : json(nullptr);
+  if (r.signed_heads)
+    j["signed_head"] = {{"hash", to_hex(witness::head_hash(*r.signed_heads))},
+                        {"steps", r.signed_heads->steps},
+                        {"fingerprints", r.signed_heads->probes},
+                        {"checkpoints", r.signed_heads->checkpoints},
+                        {"evals", r.signed_heads->evals}};
   j["chain"] = {{"valid", r.ok()}, {"valid_steps", r.valid_steps}};
   j["signatures"] = {{"count", t.signatures.size()},
                      {"valid", r.signatures_valid},
@@ -98,7 +106,8 @@ void print_text(const witness::WitnessLog& log, const witness::LogReport& r, con
   fmt::print("  model        {:.2f}M parameters, dataset {}, key {}\n",
              double(log.meta.num_params) / 1e6, short_hex(log.meta.manifest_root),
              j["key_id"].get<std::string>());
-  fmt::print("  steps        {} of {}{}, {} tokens\n", t.steps.size(), log.meta.total_steps,
+  fmt::print("  steps        {} of {}{}, {} tokens\n", t.steps.size(),
+             r.config ? std::to_string(r.config->train.steps) : std::string("?"),
              r.complete ? " (complete)" : "", j["tokens"].get<uint64_t>());
   if (!t.steps.empty())
     fmt::print("  last loss    {:.4f} (step {})\n", t.steps.back().fields.loss,
@@ -109,12 +118,13 @@ void print_text(const witness::WitnessLog& log, const witness::LogReport& r, con
                  it->fields.step, t.evals.size());
       break;
     }
-  fmt::print("  fingerprints {} (every {} steps)\n", t.probes.size(), log.meta.fingerprint_every);
+  fmt::print("  fingerprints {} (every {} steps)\n", t.probes.size(), j["fingerprint_every"].dump());
   if (t.checkpoints.empty())
     fmt::print("  checkpoints  none\n");
   else
     fmt::print("  checkpoints  {}, the last after {} steps: {} (state {})\n", t.checkpoints.size(),
-               t.checkpoints.back().fields.step, t.checkpoints.back().fields.path,
+               t.checkpoints.back().fields.step,
+               witness::checkpoint_file_name(t.checkpoints.back().fields.step),
                short_hex(t.checkpoints.back().fields.state_hash));
   if (r.ok())
     fmt::print("  chain        valid: {} records, head {}\n", r.valid_steps,

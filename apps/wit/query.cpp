@@ -116,16 +116,13 @@ int query(const QueryOptions& o) {
          witness::kLogFileName);
   const witness::WitnessLog log = witness::read_log(log_file);
   const witness::LogReport report = witness::check_log(log);
+  // A log that does not verify answers nothing: its facts could be anyone's.
   if (!report.ok())
-    fmt::print(stderr,
-               "wit: warning: {} fails verification ({}); answering for the {} steps whose chain "
-               "verifies\n",
-               log_file.string(), report.problems.front().text(), report.valid_steps);
-  fs::path data_dir = o.data;
+    fail("{} does not verify ({}): no answer is given for a log whose chain is broken",
+         log_file.string(), report.problems.front().text());
+  fs::path data_dir = o.data.empty() ? witness::dataset_hint(log) : o.data;
   if (data_dir.empty())
-    data_dir =
-        config::Config::parse(log.meta.config_yaml, log_file.string() + ":/meta", run_schema())
-            .get_string("data.dir");
+    fail("{} does not say where its dataset was: give it with --data", log_file.string());
   const fs::path manifest_file = data_dir / data::kManifestFile;
   if (!fs::exists(manifest_file))
     fail("{} is not a prepared dataset (no {}): give the run's dataset with --data",

@@ -15,7 +15,7 @@
 //     splice-checkpoint STEP HEX log another state hash for the checkpoint after STEP
 //     claim-seed SEED            claim the run started from another initialisation seed
 //
-// Dishonest training: RUN (an honest run, or a copy) gives the config in its log's /meta; its
+// Dishonest training: RUN (an honest run, or a copy) gives the config in its config.yaml; its
 // log, checkpoints and model are replaced by a run trained in-process with the trainer's own
 // step, probes, evals, checkpoints and export, as `wit train` on one process does, except:
 //     honest                     nothing (every step through the liar's own step function): the
@@ -155,22 +155,22 @@ int rewrite(int argc, char** argv) {
     const uint64_t claimed = arg(0);
     for (auto& row : t.steps) {
       std::vector<uint64_t> seeds;
-      for (uint64_t i = 0; i < meta.micro_batches; ++i)
+      const RunConfig rc = run_config_from(parse_committed(meta.committed_yaml, "committed"));
+      for (int64_t i = 0; i < rc.train.micro_batches; ++i)
         seeds.push_back(digest_prefix_u64(Sha256()
                                               .update("wit-rng-v1")
                                               .update_u64(claimed)
                                               .update_u64(row.fields.step)
-                                              .update_u64(i)
+                                              .update_u64(uint64_t(i))
                                               .finish()));
       row.fields.rng_commitment = rng_commitment(seeds);
     }
     const std::string seed = std::to_string(claimed);
-    for (std::string* yaml : {&meta.config_yaml, &meta.trajectory_yaml}) {
-      const size_t train = yaml->find("train:");
-      const size_t at = yaml->find("  seed: ", train);
-      const size_t eol = yaml->find('\n', at);
-      yaml->replace(at, eol - at, "  seed: " + seed);
-    }
+    std::string& yaml = meta.committed_yaml;
+    const size_t train = yaml.find("train:");
+    const size_t at = yaml.find("  seed: ", train);
+    const size_t eol = yaml.find('\n', at);
+    yaml.replace(at, eol - at, "  seed: " + seed);
   } else {
     fail("unknown attack {}", attack);
   }
@@ -256,9 +256,8 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
             const std::vector<std::string>& args) {
   if (args.empty() && attack != "honest") fail("{} needs an argument", attack);
   const std::string arg = args.empty() ? "" : args[0];
-  const auto honest = witness::read_log(dir / witness::kLogFileName);
-  const auto cfg =
-      config::Config::parse(honest.meta.config_yaml, dir.string() + ":/meta", run_schema());
+  // The run's resolved config (its data.dir included) from the run directory.
+  const auto cfg = config::Config::load(dir / "config.yaml", run_schema());
   const RunConfig rc = run_config_from(cfg);
   set_compute_threads(int(rc.train.threads));
   keep_freed_memory();
@@ -345,7 +344,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
   witness::SigningKey key = witness::SigningKey::load(key_file);
   const std::string key_name = witness::key_id(key.public_key());
   auto single = dist::make_single_process();
-  const auto meta = run_meta(cfg, rc, dataset.manifest(), P, key.public_key(),
+  const auto meta = run_meta(cfg, dataset.manifest(), P, key.public_key(),
                              session_json(*single, rc, "replicated", 0));
   auto log = witness::LogWriter::create(dir / witness::kLogFileName, meta, std::move(key));
 
@@ -361,7 +360,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
                                          CheckpointInfo{opt.step, P, config_yaml, root, {}},
                                          model.flat_params(), opt.m, opt.v);
     saved = opt.step;
-    log.append_checkpoint({uint64_t(opt.step), state, checkpoint_path({}, opt.step).string()});
+    log.append_checkpoint({uint64_t(opt.step), state});
     log.sign();
   };
   auto probe = [&] {

@@ -146,18 +146,28 @@ grep -q "step_00000006.ckpt (after step 6) is missing" "$work/bad.out" || { cat 
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && head -c 1000 "$work/n1/witness.h5" >"$work/bad/witness.h5"
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an unreadable log was certified"
 grep -q "wit: error: .*witness.h5" "$work/bad.out" || { cat "$work/bad.out"; fail "unreadable log: message"; }
-# A config this build cannot run (a key it does not know), in an otherwise intact log.
+# /meta holds nothing a verdict rests on that the genesis does not commit: editing the committed
+# config (a key this build does not know) breaks the genesis, and an attribute schema 2 does not
+# define is refused, not ignored.
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json"
 /usr/bin/python3 - "$work/bad/witness.h5" <<'PY'
 import sys, h5py
 with h5py.File(sys.argv[1], "r+") as f:
-    y = f["meta"].attrs["config_yaml"]
+    y = f["meta"].attrs["committed_yaml"]
     y = y.decode() if isinstance(y, bytes) else y
-    f["meta"].attrs["config_yaml"] = y.replace("model:\n", "model:\n  attention: flash\n", 1)
+    f["meta"].attrs["committed_yaml"] = y.replace("model:\n", "model:\n  attention: flash\n", 1)
 PY
-verify "$work/bad" >"$work/bad.out" 2>&1 && fail "a config with an unknown key was certified"
-grep -q "witness.h5:/meta (line [0-9]*): unknown config key 'model.attention'" "$work/bad.out" || { cat "$work/bad.out"; fail "unknown key: message"; }
-[ -f "$work/bad/certificate.json" ] && fail "unknown key: a certificate was written"
+verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an edited committed config was certified"
+grep -q "meta, field genesis: does not match" "$work/bad.out" || { cat "$work/bad.out"; fail "edited committed config: message"; }
+[ -f "$work/bad/certificate.json" ] && fail "edited committed config: a certificate was written"
+rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json"
+/usr/bin/python3 - "$work/bad/witness.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["meta"].attrs["total_steps"] = 6
+PY
+verify "$work/bad" >"$work/bad.out" 2>&1 && fail "a log with an unknown attribute was certified"
+grep -q "meta, field attribute total_steps: is not part of the witness log's schema 2" "$work/bad.out" || { cat "$work/bad.out"; fail "unknown attribute: message"; }
 verify "$work/n1" --segment 13 >"$work/bad.out" 2>&1 && fail "a segment outside the run"
 grep -q "segment 13 is longer than the run (12 steps)" "$work/bad.out" || { cat "$work/bad.out"; fail "segment: message"; }
 $mpirun 3 "$wit" verify "$work/n1" --key "$work/verifier.pem" >"$work/bad.out" 2>&1 && fail "3 processes for 4 micro-batches"

@@ -13,6 +13,7 @@
 #include "core/h5.h"
 #include "tests/data/temp_dir.h"
 #include "witness/log/reader.h"
+#include "trainer/run_config.h"
 #include "witness/log/writer.h"
 
 namespace wit::witness {
@@ -25,21 +26,22 @@ using wit::testing::TempDir;
 constexpr uint64_t kSteps = 8;
 constexpr uint64_t kProbe = 3;
 
+// The committed config of the run record() writes: 8 steps, a fingerprint of 3 sequences every
+// 2 steps, an eval and a checkpoint every 4.
+std::string committed(uint64_t total = kSteps) {
+  return committed_yaml(config::Config::parse(
+      "", "test", run_schema(),
+      {"train.steps=" + std::to_string(total), "witness.fingerprint_every=2",
+       "witness.probe_sequences=" + std::to_string(kProbe), "train.eval_every=4",
+       "train.checkpoint_every=4", "model.n_layer=2"}));
+}
+
 RunMeta test_meta(const SigningKey& key, uint64_t total = kSteps) {
   RunMeta m;
-  m.config_yaml = "model:\n  n_layer: 2\ntrain:\n  steps: 8\n";
-  m.trajectory_yaml = "model:\n  n_layer: 2\n";
+  m.committed_yaml = committed(total);
   m.manifest_root = sha256("dataset");
   m.data_layout = sha256("layout");
   m.num_params = 1234;
-  m.run_seed = 7;
-  m.data_seed = 9;
-  m.total_steps = total;
-  m.micro_batches = 4;
-  m.micro_batch_size = 2;
-  m.seq_len = 16;
-  m.fingerprint_every = 2;
-  m.probe_sequences = kProbe;
   m.public_key = key.public_key();
   m.sessions_json = R"([{"world_size": 1}])";
   m.created = "2026-12-02T00:00:00Z";
@@ -71,8 +73,6 @@ ProbeFields probe_fields(uint64_t step) {
   return {step, {-1.0f * float(step), -2.0f, -3.0f}, sha256("argmax " + std::to_string(step))};
 }
 
-std::string ckpt_path(uint64_t s) { return "checkpoints/step_" + std::to_string(s) + ".ckpt"; }
-
 // The run a trainer would record: steps, a fingerprint every 2, a checkpoint and signature every
 // 4, an eval at 4 and at the end; steps [0, until).
 void record(LogWriter& w, uint64_t from, uint64_t until) {
@@ -82,7 +82,7 @@ void record(LogWriter& w, uint64_t from, uint64_t until) {
     if (done % 2 == 0) w.append_probe(probe_fields(done));
     if (done % 4 == 0) {
       w.append_eval({done, "val", "loss", 4.0f - 0.01f * float(done)});
-      w.append_checkpoint({done, sha256("state " + std::to_string(done)), ckpt_path(done)});
+      w.append_checkpoint({done, sha256("state " + std::to_string(done))});
       w.sign();
     }
   }
@@ -130,7 +130,7 @@ TEST(WitnessLog, RoundTrip) {
   ASSERT_EQ(log.tables.probes.size(), 4u);
   EXPECT_EQ(log.tables.probes[1].fields.mean_logprob, probe_fields(4).mean_logprob);
   ASSERT_EQ(log.tables.checkpoints.size(), 2u);
-  EXPECT_EQ(log.tables.checkpoints[1].fields.path, ckpt_path(8));
+  EXPECT_EQ(log.tables.checkpoints[1].fields.step, 8u);
   ASSERT_EQ(log.tables.evals.size(), 2u);
   EXPECT_EQ(log.tables.evals[0].fields.split, "val");
   EXPECT_EQ(log.tables.evals[0].fields.metric, "loss");
@@ -146,15 +146,20 @@ TEST(WitnessLog, RoundTrip) {
   EXPECT_EQ(r.signatures_valid, 3u);  // the genesis, then at steps 4 and 8
 }
 
-TEST(WitnessLog, RecordHashesDependOnlyOnTheRun) {
-  // Two logs of the same steps, signed by different keys at different times: same chain.
-  LogRun a, b;
+TEST(WitnessLog, RecordHashesDependOnlyOnTheRunAndItsKey) {
+  // Two logs of the same steps by the same key, written at different times: the same chain. The
+  // genesis names the key, so a log of the same steps under another key is another chain.
+  LogRun a, b, other;
+  b.key = SigningKey::load(a.save_key());
   a.write();
   b.write();
-  auto la = read_log(a.file), lb = read_log(b.file);
+  other.write();
+  auto la = read_log(a.file), lb = read_log(b.file), lo = read_log(other.file);
   for (uint64_t i = 0; i < kSteps; ++i)
     EXPECT_EQ(la.tables.steps[i].hash, lb.tables.steps[i].hash) << "step " << i;
-  EXPECT_NE(la.tables.signatures.back().signature, lb.tables.signatures.back().signature);
+  EXPECT_EQ(la.tables.signatures.back().signature, lb.tables.signatures.back().signature);
+  EXPECT_NE(la.genesis, lo.genesis);
+  EXPECT_NE(la.tables.steps.back().hash, lo.tables.steps.back().hash);
 }
 
 // Tampering helpers: edit the file as an attacker would.
@@ -383,16 +388,14 @@ TEST(WitnessLogTampering, ResignedWithAnotherKey) {
                                              key_id(run.key.public_key())))
       << first_problem(r);
 
-  // Replacing the key in /meta too fools only a reader with no key of its own.
+  // Replacing the key in /meta too changes the run: the genesis commits to the key.
   {
     h5::File f = h5::File::open_rw(run.file);
     const auto& pk = attacker.public_key();
     f.open_group("meta").set_string_attr("public_key", to_hex(pk.data(), pk.size()));
   }
-  EXPECT_TRUE(run.check().ok());
-  const LogReport trusted = run.check(run.key.public_key());
-  ASSERT_FALSE(trusted.ok());
-  EXPECT_TRUE(contains(first_problem(trusted), "not by the trusted key")) << first_problem(trusted);
+  EXPECT_TRUE(contains(first_problem(run.check()), "meta, field genesis: does not match"))
+      << first_problem(run.check());
 }
 
 TEST(WitnessLogTampering, CorruptedSignature) {
@@ -416,12 +419,12 @@ TEST(WitnessLogTampering, RowsAppendedAfterTheFinalSignature) {
     LogWriter w = LogWriter::resume(run.file, test_meta(run.key), SigningKey::load(run.save_key()),
                                     {kSteps,
                                      step_fields(kSteps - 1).weight_fingerprint,
-                                     {kSteps, sha256("state 8"), ckpt_path(8)}});
-    w.append_eval({kSteps, "val", "loss", 0.1f});  // an inflated eval, not signed
+                                     {kSteps, sha256("state 8")}});
+    w.append_eval({kSteps, "val", "loss", 0.1f});  // a second, inflated final eval, not signed
   }
   const LogReport r = run.check();
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(contains(first_problem(r), "rows were added after it was signed"))
+  EXPECT_TRUE(contains(first_problem(r), "evals row 2, field step: step 8 comes after step 8"))
       << first_problem(r);
 }
 
@@ -430,10 +433,10 @@ TEST(WitnessLogBadInput, UnknownSchemaVersion) {
   run.write();
   {
     h5::File f = h5::File::open_rw(run.file);
-    f.set_int_attr("schema_version", 2);
+    f.set_int_attr("schema_version", 3);
   }
   const std::string msg = error_of([&] { read_log(run.file); });
-  EXPECT_TRUE(contains(msg, "schema version 2")) << msg;
+  EXPECT_TRUE(contains(msg, "schema version 3")) << msg;
   EXPECT_TRUE(contains(msg, "upgrade wit")) << msg;
 }
 
@@ -505,13 +508,14 @@ TEST(WitnessLogResume, RowsPastTheCheckpointAreSuperseded) {
   std::vector<Digest> uninterrupted;
   {
     LogRun ref;
+    ref.key = SigningKey::load(key_file);
     ref.write();
     for (auto& s : read_log(ref.file).tables.steps) uninterrupted.push_back(s.hash);
   }
   {
     LogWriter w = LogWriter::resume(
         run.file, test_meta(run.key), SigningKey::load(key_file),
-        {4, step_fields(3).weight_fingerprint, {4, sha256("state 4"), ckpt_path(4)}});
+        {4, step_fields(3).weight_fingerprint, {4, sha256("state 4")}});
     record(w, 4, kSteps);
     w.sign();
   }
@@ -541,7 +545,7 @@ TEST(WitnessLogResume, LogsACheckpointWrittenButNotRecorded) {
   {
     LogWriter w = LogWriter::resume(
         run.file, test_meta(run.key), SigningKey::load(key_file),
-        {6, step_fields(5).weight_fingerprint, {6, sha256("state 6"), ckpt_path(6)}});
+        {6, step_fields(5).weight_fingerprint, {6, sha256("state 6")}});
     record(w, 6, kSteps);
     w.sign();
   }
@@ -566,7 +570,7 @@ TEST(WitnessLogResume, RefusesAMismatchedCheckpointOrRun) {
     return error_of([&] { LogWriter::resume(run.file, m, SigningKey::load(k), at); });
   };
   const ResumePoint good{
-      4, step_fields(3).weight_fingerprint, {4, sha256("state 4"), ckpt_path(4)}};
+      4, step_fields(3).weight_fingerprint, {4, sha256("state 4")}};
   ResumePoint bad_weights = good;
   bad_weights.weights[0] ^= 1;
   EXPECT_TRUE(contains(resume(test_meta(run.key), bad_weights, key_file),
@@ -575,8 +579,8 @@ TEST(WitnessLogResume, RefusesAMismatchedCheckpointOrRun) {
   bad_state.checkpoint.state_hash = sha256("other");
   EXPECT_TRUE(contains(resume(test_meta(run.key), bad_state, key_file), "has state hash"));
   RunMeta other = test_meta(run.key);
-  other.trajectory_yaml += "optim:\n  lr: 1\n";
-  EXPECT_TRUE(contains(resume(other, good, key_file), "belongs to another trajectory"));
+  other.committed_yaml = committed(kSteps + 1);
+  EXPECT_TRUE(contains(resume(other, good, key_file), "belongs to another run"));
   SigningKey stranger = SigningKey::generate();
   stranger.save(run.dir / "stranger.pem");
   EXPECT_TRUE(contains(resume(test_meta(stranger), good, run.dir / "stranger.pem"),

@@ -13,16 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "trainer/model/gpt_config.h"
+
 namespace wit::model {
 
-struct GPTConfig {
-  int64_t n_layer = 4;
-  int64_t n_head = 4;
-  int64_t n_embd = 256;
-  int64_t vocab_size = 257;
-  int64_t context = 256;  // maximum sequence length (learned position table size)
-  double dropout = 0.0;
-};
 
 // One parameter tensor: its Hugging Face GPT-2 name, shape as stored here (torch Linear
 // convention, out x in), place in the flat buffer, and whether weight decay applies.

@@ -1,6 +1,10 @@
 #include "witness/log/format.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
+
+#include "core/error.h"
 
 namespace wit::witness {
 
@@ -34,16 +38,30 @@ Sha256 side_row(const char* domain, const Digest& prev, const Digest& anchor, ui
   return h;
 }
 
+// A fixed-width name column as stored: the name, then NULs to kNameChars bytes.
+Sha256& update_name(Sha256& h, const std::string& name) {
+  if (name.size() > kNameChars)
+    fail("the name '{}' is longer than the log's {} characters", name, kNameChars);
+  std::string stored = name;
+  stored.resize(kNameChars, '\0');
+  return h.update(stored);
+}
+
 }  // namespace
 
-Digest genesis_hash(const std::string& trajectory_yaml, const Digest& manifest_root,
-                    const Digest& data_layout, uint64_t num_params) {
+std::string checkpoint_file_name(uint64_t step) {
+  return fmt::format("checkpoints/step_{:08d}.ckpt", step);
+}
+
+Digest genesis_hash(const std::string& committed_yaml, const Digest& manifest_root,
+                    const Digest& data_layout, uint64_t num_params, const PublicKey& key) {
   Sha256 h;
-  h.update("wit-genesis-v1").update_u64(uint64_t(kSchemaVersion));
-  update_string(h, trajectory_yaml);
+  h.update("wit-genesis-v2").update_u64(uint64_t(kSchemaVersion));
+  update_string(h, committed_yaml);
   update_digest(h, manifest_root);
   update_digest(h, data_layout);
-  return h.update_u64(num_params).finish();
+  h.update_u64(num_params);
+  return h.update(key.data(), key.size()).finish();
 }
 
 Digest record_hash(const Digest& prev, const StepFields& f) {
@@ -114,9 +132,9 @@ Digest checkpoint_hash(const Digest& prev, const Digest& anchor, const Checkpoin
 }
 
 Digest eval_hash(const Digest& prev, const Digest& anchor, const EvalFields& f) {
-  Sha256 h = side_row("wit-eval-v1", prev, anchor, f.step);
-  update_string(h, f.split);
-  update_string(h, f.metric);
+  Sha256 h = side_row("wit-eval-v2", prev, anchor, f.step);
+  update_name(h, f.split);
+  update_name(h, f.metric);
   return update_float(h, f.value).finish();
 }
 

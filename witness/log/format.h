@@ -3,8 +3,10 @@
 // is the reference for readers in other languages.
 //
 // The chain. Step record i covers the previous record's hash (record 0 covers the genesis hash,
-// which commits to the run's trajectory config, dataset root and parameter count), so a record
-// fixes everything before it. Every field a record hash covers is a deterministic function of
+// which commits to the run's committed config, dataset, parameter count and signing key), so a
+// record fixes everything before it. Every byte of the file is either covered by the genesis or a
+// chain, or inert: session facts, wall-clock times and superseded rows are never used to decide
+// anything. Every field a record hash covers is a deterministic function of
 // the run: the same run at any world size or layout gives the same chain. Wall-clock times live
 // in separate, unhashed columns.
 //
@@ -25,7 +27,7 @@
 namespace wit::witness {
 
 constexpr const char* kFormatName = "wit-witness";
-constexpr int64_t kSchemaVersion = 1;
+constexpr int64_t kSchemaVersion = 2;
 constexpr const char* kLogFileName = "witness.h5";
 
 // The hashed fields of one optimizer step (row `step` of /steps).
@@ -55,10 +57,10 @@ struct ProbeFields {
   Digest argmax_digest{};           // SHA-256 of the argmax token ids (u16 little-endian)
 };
 
+// A checkpoint's file is found by its step (checkpoint_file_name): the log stores no paths.
 struct CheckpointFields {
   uint64_t step = 0;    // steps done
-  Digest state_hash{};  // trainer/checkpoint.h: canonical over parameters and AdamW state
-  std::string path;     // relative to the run directory (unhashed: where, not what)
+  Digest state_hash{};  // trainer/checkpoint.h: over the whole file, header and state
 };
 
 struct EvalFields {
@@ -68,13 +70,16 @@ struct EvalFields {
   float value = 0;
 };
 
-// Maximum stored lengths of the fixed-size string columns.
-constexpr size_t kPathChars = 64;
+// Stored width of the split and metric columns; the hash covers all kNameChars bytes as stored
+// (the name, then NUL padding), so no byte of the column is unhashed.
 constexpr size_t kNameChars = 16;
 
+// Where the checkpoint after `step` steps lives, relative to the run directory.
+std::string checkpoint_file_name(uint64_t step);
+
 // Step hashes.
-Digest genesis_hash(const std::string& trajectory_yaml, const Digest& manifest_root,
-                    const Digest& data_layout, uint64_t num_params);
+Digest genesis_hash(const std::string& committed_yaml, const Digest& manifest_root,
+                    const Digest& data_layout, uint64_t num_params, const PublicKey& key);
 Digest record_hash(const Digest& prev, const StepFields& f);
 // Micro-batch i's hash is SHA-256 of its tokens (u16 little-endian, row-major b×(T+1));
 // the batch hash covers the M of them in order.

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
 #include "core/error.h"
 #include "core/h5.h"
 #include "witness/log/tables_io.h"
@@ -14,6 +19,66 @@ std::string Finding::text() const {
   if (!field.empty()) where += ", field " + field;
   return where + ": " + message;
 }
+
+namespace {
+
+// Every group, dataset and attribute schema 2 does not define.
+void find_unknown(const h5::File& f, WitnessLog& log) {
+  auto unknown = [&](const std::string& where, const std::string& what) {
+    log.unknown.push_back({where, -1, what, "is not part of the witness log's schema 2"});
+  };
+  for (auto& a : f.attribute_names())
+    if (a != "format" && a != "schema_version") unknown("/", "attribute " + a);
+  const auto& meta_attrs = io::meta_attributes();
+  auto check_tables = [&](const h5::Group& g, const std::string& prefix) {
+    for (auto& name : g.member_names()) {
+      const std::string where = prefix + name;
+      const auto& columns = io::table_columns(name);
+      if (columns.empty() || !g.is_group(name)) {
+        if (prefix.empty() && (name == "meta" || name == "superseded")) continue;
+        unknown(where, "");
+        continue;
+      }
+      const h5::Group table = g.open_group(name);
+      for (auto& a : table.attribute_names()) unknown(where, "attribute " + a);
+      for (auto& c : table.member_names()) {
+        if (std::find(columns.begin(), columns.end(), c) == columns.end() || table.is_group(c)) {
+          unknown(where + "/" + c, "");
+          continue;
+        }
+        for (auto& a : table.open_dataset(c).attribute_names())
+          unknown(where + "/" + c, "attribute " + a);
+      }
+    }
+  };
+  check_tables(f, "");
+  if (f.exists("meta")) {
+    const h5::Group meta = f.open_group("meta");
+    for (auto& a : meta.attribute_names())
+      if (std::find(meta_attrs.begin(), meta_attrs.end(), a) == meta_attrs.end())
+        unknown("meta", "attribute " + a);
+    for (auto& m : meta.member_names()) unknown("meta/" + m, "");
+  }
+  if (f.exists("superseded")) {
+    const h5::Group sup = f.open_group("superseded");
+    for (auto& a : sup.attribute_names()) unknown("superseded", "attribute " + a);
+    for (uint64_t k = 1;; ++k) {
+      const std::string name = std::to_string(k);
+      if (!sup.exists(name)) {
+        for (auto& m : sup.member_names())
+          if (m.find_first_not_of("0123456789") != std::string::npos || std::stoull(m) >= k)
+            unknown("superseded/" + m, "");
+        break;
+      }
+      const h5::Group g = sup.open_group(name);
+      for (auto& a : g.attribute_names())
+        if (a != "reason") unknown("superseded/" + name, "attribute " + a);
+      check_tables(g, "superseded/" + name + "/");
+    }
+  }
+}
+
+}  // namespace
 
 WitnessLog read_log(const std::filesystem::path& file) {
   h5::File f = h5::File::open_read_live(file);
@@ -37,7 +102,16 @@ WitnessLog read_log(const std::filesystem::path& file) {
       log.superseded.emplace_back(g, io::read_tables(f, g + "/", log.incomplete));
     }
   }
+  find_unknown(f, log);
   return log;
+}
+
+std::filesystem::path dataset_hint(const WitnessLog& log) {
+  const auto sessions = nlohmann::json::parse(log.meta.sessions_json, nullptr, false);
+  if (!sessions.is_array() || sessions.empty() || !sessions.back().is_object()) return {};
+  const auto& last = sessions.back();
+  if (!last.contains("data_dir") || !last["data_dir"].is_string()) return {};
+  return last["data_dir"].get<std::string>();
 }
 
 Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t probes,
@@ -95,6 +169,80 @@ uint64_t check_side_table(const char* table, const std::vector<Row>& rows,
   return rows.size();
 }
 
+// The side tables hold exactly the rows the committed schedules give, in order: fingerprints
+// after every witness.fingerprint_every steps and after the last; val loss evaluations after
+// every train.eval_every steps (when not 0) and after the last; checkpoints after every
+// train.checkpoint_every steps (when not 0) and after the last, plus any a run stopped early
+// (--until) wrote, each at most once. A run still in progress may lack its latest rows.
+void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
+  const uint64_t total = uint64_t(rc.train.steps);
+  auto on = [total](uint64_t every, uint64_t s) {
+    return s == total || (every > 0 && s % every == 0 && s < total);
+  };
+  auto check = [&](const char* table, const std::vector<uint64_t>& steps, uint64_t every,
+                   bool extras_allowed, const char* schedule) {
+    uint64_t expected = 0;  // the next step the schedule wants a row for
+    auto next_after = [&](uint64_t s) {
+      uint64_t n = every > 0 ? (s / every + 1) * every : total;
+      return std::min(n, total);
+    };
+    expected = next_after(0);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const uint64_t s = steps[i];
+      auto problem = [&](std::string msg) {
+        report.problems.push_back({table, int64_t(i), "step", std::move(msg)});
+      };
+      if (i > 0 && s <= steps[i - 1])
+        return problem(fmt::format("step {} comes after step {}: a duplicate or out-of-order row",
+                                   s, steps[i - 1]));
+      if (s == 0 || s > total)
+        return problem(fmt::format("step {} is outside the run's {} steps", s, total));
+      if (!on(every, s) && !extras_allowed)
+        return problem(fmt::format("a row after step {} is not on the committed schedule ({})",
+                                   s, schedule));
+      if (s > expected)
+        return problem(fmt::format("the row after step {} is missing ({})", expected, schedule));
+      if (s == expected) expected = next_after(s);
+    }
+    if (report.complete && expected <= total && !(steps.size() && steps.back() == total))
+      report.problems.push_back(
+          {table, -1, "step",
+           fmt::format("the row after step {} is missing ({})", expected, schedule)});
+  };
+  auto steps_of = [](const auto& rows) {
+    std::vector<uint64_t> out;
+    for (auto& r : rows) out.push_back(r.fields.step);
+    return out;
+  };
+  const uint64_t fe = uint64_t(rc.witness.fingerprint_every);
+  const uint64_t ee = uint64_t(rc.train.eval_every);
+  const uint64_t ce = uint64_t(rc.train.checkpoint_every);
+  check("fingerprints", steps_of(t.probes), fe, false,
+        fmt::format("witness.fingerprint_every = {} and after the last step", fe).c_str());
+  check("evals", steps_of(t.evals), ee, false,
+        fmt::format("train.eval_every = {} and after the last step", ee).c_str());
+  check("checkpoints", steps_of(t.checkpoints), ce, true,
+        fmt::format("train.checkpoint_every = {} and after the last step", ce).c_str());
+  for (size_t i = 0; i < t.evals.size(); ++i) {
+    const EvalFields& e = t.evals[i].fields;
+    if (e.split != "val" || e.metric != "loss") {
+      report.problems.push_back(
+          {"evals", int64_t(i), e.split != "val" ? "split" : "metric",
+           fmt::format("is '{}' '{}': wit evaluates only the val loss; no other row is defined",
+                       e.split, e.metric)});
+      break;
+    }
+  }
+  for (size_t i = 0; i < t.probes.size(); ++i)
+    if (t.probes[i].fields.mean_logprob.size() != uint64_t(rc.witness.probe_sequences)) {
+      report.problems.push_back(
+          {"fingerprints", int64_t(i), "mean_logprob",
+           fmt::format("holds {} values but witness.probe_sequences is {}",
+                       t.probes[i].fields.mean_logprob.size(), rc.witness.probe_sequences)});
+      break;
+    }
+}
+
 }  // namespace
 
 LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trusted_key) {
@@ -104,9 +252,16 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
   for (auto& f : log.incomplete) report.notes.push_back(f.text());
   if (genesis != log.genesis) {
     report.problems.push_back({"meta", -1, "genesis",
-                               "does not match the hash of trajectory_yaml, manifest_root, "
-                               "data_layout and num_params (the run's commitments were changed)"});
+                               "does not match the hash of committed_yaml, manifest_root, "
+                               "data_layout, num_params and public_key (the run's commitments "
+                               "were changed)"});
     return report;
+  }
+  for (auto& u : log.unknown) report.problems.push_back(u);
+  try {
+    report.config = run_config_from(parse_committed(log.meta.committed_yaml, "/meta committed_yaml"));
+  } catch (const Error& e) {
+    report.problems.push_back({"meta", -1, "committed_yaml", e.what()});
   }
 
   // The step chain.
@@ -135,7 +290,13 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
     valid = i + 1;
   }
   report.valid_steps = valid;
-  report.complete = valid == log.meta.total_steps;
+  const uint64_t total = report.config ? uint64_t(report.config->train.steps) : 0;
+  report.complete = report.config && valid == total;
+  if (report.config && t.steps.size() > total)
+    report.problems.push_back({"steps", int64_t(total), "step",
+                               fmt::format("the run has {} steps (train.steps) but the log holds "
+                                           "{} rows",
+                                           total, t.steps.size())});
 
   const uint64_t probes =
       check_side_table("fingerprints", t.probes, t.steps, valid, genesis, probe_hash, report);
@@ -143,6 +304,8 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
                                           checkpoint_hash, report);
   const uint64_t evals =
       check_side_table("evals", t.evals, t.steps, valid, genesis, eval_hash, report);
+
+  if (report.config) check_schedules(*report.config, t, report);
 
   // Signatures: each covers a prefix of every table.
   const std::string run_key = key_id(log.meta.public_key);
@@ -187,6 +350,7 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
     ++report.signatures_valid;
     report.signed_steps = std::max(report.signed_steps, h.steps);
     last_signed = h;
+    report.signed_heads = heads_of(genesis, t, h.steps, h.probes, h.checkpoints, h.evals);
   }
   if (t.signatures.empty())
     report.notes.push_back("no signatures: the run stopped before its first one");

@@ -11,28 +11,28 @@
 #include <string>
 #include <vector>
 
+#include "trainer/run_config.h"
 #include "witness/log/format.h"
 
 namespace wit::witness {
 
-// What /meta records about the run (and what LogWriter takes to start one).
+// What /meta records about the run (and what LogWriter takes to start one). The genesis covers
+// every field but the session facts.
 struct RunMeta {
-  std::string config_yaml;      // the resolved config
-  std::string trajectory_yaml;  // the part of it that decides the trajectory: the genesis covers it
+  // The run's committed config (run_config.h committed_yaml): its trajectory and every schedule
+  // a reader consults.
+  std::string committed_yaml;
   Digest manifest_root{};
   Digest data_layout{};  // data::layout_digest: splits, shards, document places
   uint64_t num_params = 0;
-  uint64_t run_seed = 0, data_seed = 0;
-  uint64_t total_steps = 0;
-  uint64_t micro_batches = 0, micro_batch_size = 0, seq_len = 0;
-  uint64_t fingerprint_every = 0, probe_sequences = 0;
-  PublicKey public_key{};
+  PublicKey public_key{};  // the key that signs the log
   // One JSON object per training session (start, then each resume): world size, layout,
-  // reduction, versions, hardware, hosts, start time. Not hashed: facts, not the trajectory.
+  // reduction, data directory, versions, hardware, hosts, start time. Not hashed: facts for
+  // people, never used to decide anything.
   std::string sessions_json = "[]";
-  std::string created;  // ISO 8601 UTC
+  std::string created;  // ISO 8601 UTC, not hashed
   Digest genesis() const {
-    return genesis_hash(trajectory_yaml, manifest_root, data_layout, num_params);
+    return genesis_hash(committed_yaml, manifest_root, data_layout, num_params, public_key);
   }
 };
 
@@ -81,6 +81,9 @@ struct WitnessLog {
   std::vector<std::pair<std::string, Tables>> superseded;
   // Tables whose columns have different row counts: only the complete rows were read.
   std::vector<Finding> incomplete;
+  // Groups, datasets and attributes schema 2 does not define: nothing reads them, so the log
+  // must not carry them.
+  std::vector<Finding> unknown;
 };
 
 // Throws wit::Error (naming the file) when it is not a readable HDF5 file, is not a witness log,
@@ -90,16 +93,24 @@ WitnessLog read_log(const std::filesystem::path& file);
 struct LogReport {
   std::vector<Finding> problems;   // any: the log must not be trusted past problems.front()
   std::vector<std::string> notes;  // facts worth knowing that are not faults
-  uint64_t valid_steps = 0;        // leading /steps rows whose chain verifies
-  uint64_t signed_steps = 0;       // steps covered by the last valid signature
+  // The committed config, when the genesis verifies and it parses (else a problem says why).
+  std::optional<RunConfig> config;
+  uint64_t valid_steps = 0;     // leading /steps rows whose chain verifies
+  uint64_t signed_steps = 0;    // steps covered by the last valid signature
   uint64_t signatures_valid = 0;
-  bool complete = false;  // all total_steps recorded
+  std::optional<Heads> signed_heads;  // what the last valid signature covers
+  bool complete = false;              // all train.steps recorded
   bool ok() const { return problems.empty(); }
 };
 
-// Verifies the genesis, every chain, every anchor and every signature. With `trusted_key`, every
-// signature must also be that key's.
+// Verifies the genesis and the committed config, every chain, every anchor and every signature,
+// and that the side tables hold exactly the rows the committed schedules give (no unknown,
+// duplicate or extra row). With `trusted_key`, every signature must also be that key's.
 LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trusted_key = {});
+
+// Where the last session's dataset was (empty if the log does not say). A hint, never a fact a
+// decision rests on: whatever dataset is found there must have the committed root and layout.
+std::filesystem::path dataset_hint(const WitnessLog& log);
 
 // The heads after the first `steps`, `probes`, `checkpoints`, `evals` rows of `t` (as stored).
 Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t probes,

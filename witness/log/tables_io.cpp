@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "core/error.h"
 
@@ -59,7 +60,14 @@ struct ColumnReader {
     for (size_t i = 0; i < out.size(); ++i) std::memcpy(out[i].data(), flat.data() + i * N, N);
     return out;
   }
-  std::vector<std::string> strings(const std::string& name) { return open(name).read_strings(); }
+  // A fixed-width name column as stored, less its trailing NULs: any other byte stays, so that
+  // the row hash (over the stored bytes) sees it.
+  std::vector<std::string> names(const std::string& name) {
+    std::vector<std::string> out = open(name).read_fixed_string_bytes(kNameChars);
+    for (auto& v : out)
+      while (!v.empty() && v.back() == '\0') v.pop_back();
+    return out;
+  }
   // Rows every column has; a shorter column makes the rows past it incomplete.
   uint64_t complete_rows(std::vector<Finding>& incomplete) const {
     if (lengths.empty()) return 0;
@@ -76,7 +84,7 @@ struct ColumnReader {
 };
 
 // Every column: where it lives, its type and shape, and which handle holds it.
-enum class Kind { U64, F32, F64, Digest, Fingerprint, Signature, Probe, Path, Name };
+enum class Kind { U64, F32, F64, Digest, Fingerprint, Signature, Probe, Name };
 
 struct ColumnSpec {
   h5::Dataset TableColumns::*member;
@@ -114,7 +122,6 @@ const std::vector<ColumnSpec>& column_specs() {
       {&C::fp_hash, "fingerprints/row_hash", Kind::Digest, kSideChunk},
       {&C::ck_step, "checkpoints/step", Kind::U64, kSideChunk},
       {&C::ck_state_hash, "checkpoints/state_hash", Kind::Digest, kSideChunk},
-      {&C::ck_path, "checkpoints/path", Kind::Path, kSideChunk},
       {&C::ck_anchor, "checkpoints/anchor", Kind::Digest, kSideChunk},
       {&C::ck_prev, "checkpoints/prev_hash", Kind::Digest, kSideChunk},
       {&C::ck_hash, "checkpoints/row_hash", Kind::Digest, kSideChunk},
@@ -154,8 +161,6 @@ h5::Dataset create_column(h5::Group& root, const std::string& path, Kind kind, s
       return root.create_matrix_series<uint8_t>(path, sizeof(Signature), chunk);
     case Kind::Probe:
       return root.create_matrix_series<float>(path, std::max<uint64_t>(probe_width, 1), chunk);
-    case Kind::Path:
-      return root.create_fixed_string_series(path, kPathChars, chunk);
     case Kind::Name:
       return root.create_fixed_string_series(path, kNameChars, chunk);
   }
@@ -232,8 +237,6 @@ void append_checkpoints(TableColumns& c, const std::vector<CheckpointRow>& r) {
   c.ck_step.append(column<CheckpointRow, uint64_t>(r, [](auto& x) { return x.fields.step; }));
   append_bytes(c.ck_state_hash,
                column<CheckpointRow, Digest>(r, [](auto& x) { return x.fields.state_hash; }));
-  c.ck_path.append_fixed_strings(
-      column<CheckpointRow, std::string>(r, [](auto& x) { return x.fields.path; }));
   append_bytes(c.ck_anchor, column<CheckpointRow, Digest>(r, [](auto& x) { return x.anchor; }));
   append_bytes(c.ck_prev, column<CheckpointRow, Digest>(r, [](auto& x) { return x.prev; }));
   append_bytes(c.ck_hash, column<CheckpointRow, Digest>(r, [](auto& x) { return x.hash; }));
@@ -329,20 +332,19 @@ Tables read_tables(const h5::Group& root, const std::string& p, std::vector<Find
     ColumnReader r{root, p, "checkpoints", {}};
     auto step = r.values<uint64_t>("step");
     auto state = r.bytes<32>("state_hash");
-    auto path = r.strings("path");
     auto anchor = r.bytes<32>("anchor");
     auto prev = r.bytes<32>("prev_hash");
     auto hash = r.bytes<32>("row_hash");
     const uint64_t n = r.complete_rows(incomplete);
     t.checkpoints.resize(n);
     for (uint64_t i = 0; i < n; ++i)
-      t.checkpoints[i] = {{step[i], state[i], path[i]}, anchor[i], prev[i], hash[i]};
+      t.checkpoints[i] = {{step[i], state[i]}, anchor[i], prev[i], hash[i]};
   }
   {
     ColumnReader r{root, p, "evals", {}};
     auto step = r.values<uint64_t>("step");
-    auto split = r.strings("split");
-    auto metric = r.strings("metric");
+    auto split = r.names("split");
+    auto metric = r.names("metric");
     auto value = r.values<float>("value");
     auto anchor = r.bytes<32>("anchor");
     auto prev = r.bytes<32>("prev_hash");
@@ -379,30 +381,37 @@ Tables read_tables(const h5::Group& root, const std::string& p, std::vector<Find
   return t;
 }
 
+const std::vector<std::string>& meta_attributes() {
+  static const std::vector<std::string> names = {
+      "committed_yaml", "manifest_root", "data_layout", "num_params",
+      "public_key",     "genesis",       "sessions_json", "created"};
+  return names;
+}
+
+const std::vector<std::string>& table_columns(const std::string& table) {
+  static const std::map<std::string, std::vector<std::string>> by_table = [] {
+    std::map<std::string, std::vector<std::string>> m;
+    for (auto& spec : column_specs()) {
+      const std::string path = spec.path;
+      m[path.substr(0, path.find('/'))].push_back(path.substr(path.find('/') + 1));
+    }
+    return m;
+  }();
+  static const std::vector<std::string> none;
+  auto it = by_table.find(table);
+  return it == by_table.end() ? none : it->second;
+}
+
 void write_meta(h5::File& f, const RunMeta& m) {
   f.set_string_attr("format", kFormatName);
   f.set_int_attr("schema_version", kSchemaVersion);
   h5::Group g = f.create_group("meta");
-  g.set_string_attr("config_yaml", m.config_yaml);
-  g.set_string_attr("trajectory_yaml", m.trajectory_yaml);
+  g.set_string_attr("committed_yaml", m.committed_yaml);
   g.set_string_attr("manifest_root", to_hex(m.manifest_root));
   g.set_string_attr("data_layout", to_hex(m.data_layout));
-  g.set_string_attr("genesis", to_hex(m.genesis()));
   g.set_uint_attr("num_params", m.num_params);
-  g.set_uint_attr("run_seed", m.run_seed);
-  g.set_uint_attr("data_seed", m.data_seed);
-  g.set_string_attr("run_seed_commitment", to_hex(seed_commitment("run", m.run_seed)));
-  g.set_string_attr("data_seed_commitment", to_hex(seed_commitment("data", m.data_seed)));
-  g.set_uint_attr("total_steps", m.total_steps);
-  g.set_uint_attr("micro_batches", m.micro_batches);
-  g.set_uint_attr("micro_batch_size", m.micro_batch_size);
-  g.set_uint_attr("seq_len", m.seq_len);
-  g.set_uint_attr("fingerprint_every", m.fingerprint_every);
-  g.set_uint_attr("probe_sequences", m.probe_sequences);
-  g.set_string_attr("weight_fingerprint",
-                    "wit-sketch-v1: 4 lanes, u32, coefficients by global index");
   g.set_string_attr("public_key", to_hex(m.public_key.data(), m.public_key.size()));
-  g.set_string_attr("key_id", key_id(m.public_key));
+  g.set_string_attr("genesis", to_hex(m.genesis()));
   g.set_string_attr("sessions_json", m.sessions_json);
   g.set_string_attr("created", m.created);
 }
@@ -412,20 +421,11 @@ RunMeta read_meta(const h5::File& f, Digest& stored_genesis) {
   if (!f.exists("meta")) fail("{}: /meta is missing: this is not a complete witness log", file);
   h5::Group g = f.open_group("meta");
   RunMeta m;
-  m.config_yaml = g.string_attr("config_yaml");
-  m.trajectory_yaml = g.string_attr("trajectory_yaml");
+  m.committed_yaml = g.string_attr("committed_yaml");
   m.manifest_root = digest_from_hex(g.string_attr("manifest_root"), file + ":/meta manifest_root");
   m.data_layout = digest_from_hex(g.string_attr("data_layout"), file + ":/meta data_layout");
   stored_genesis = digest_from_hex(g.string_attr("genesis"), file + ":/meta genesis");
   m.num_params = g.uint_attr("num_params");
-  m.run_seed = g.uint_attr("run_seed");
-  m.data_seed = g.uint_attr("data_seed");
-  m.total_steps = g.uint_attr("total_steps");
-  m.micro_batches = g.uint_attr("micro_batches");
-  m.micro_batch_size = g.uint_attr("micro_batch_size");
-  m.seq_len = g.uint_attr("seq_len");
-  m.fingerprint_every = g.uint_attr("fingerprint_every");
-  m.probe_sequences = g.uint_attr("probe_sequences");
   const Digest key = digest_from_hex(g.string_attr("public_key"), file + ":/meta public_key");
   std::copy(key.begin(), key.end(), m.public_key.begin());
   m.sessions_json = g.string_attr("sessions_json");

@@ -20,7 +20,7 @@ struct TableColumns {
   // /fingerprints
   h5::Dataset fp_step, fp_mean_logprob, fp_argmax_digest, fp_anchor, fp_prev, fp_hash;
   // /checkpoints
-  h5::Dataset ck_step, ck_state_hash, ck_path, ck_anchor, ck_prev, ck_hash;
+  h5::Dataset ck_step, ck_state_hash, ck_anchor, ck_prev, ck_hash;
   // /evals
   h5::Dataset ev_step, ev_split, ev_metric, ev_value, ev_anchor, ev_prev, ev_hash;
   // /signatures
@@ -43,6 +43,10 @@ void append_all(TableColumns& c, const Tables& t);
 // Reads the complete rows of every table; columns of unequal length are reported in `incomplete`.
 Tables read_tables(const h5::Group& root, const std::string& prefix,
                    std::vector<Finding>& incomplete);
+
+// What schema 2 defines: /meta's attributes, and each table's columns ("steps", "evals", …).
+const std::vector<std::string>& meta_attributes();
+const std::vector<std::string>& table_columns(const std::string& table);
 
 void write_meta(h5::File& f, const RunMeta& m);
 RunMeta read_meta(const h5::File& f, Digest& stored_genesis);

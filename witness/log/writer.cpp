@@ -30,13 +30,16 @@ void write_log_file(const fs::path& file, const RunMeta& meta, const Tables& mai
   const fs::path tmp = file.string() + ".tmp";
   std::error_code ec;
   fs::remove(tmp, ec);
+  const uint64_t probe_width = uint64_t(
+      run_config_from(parse_committed(meta.committed_yaml, "the run's committed config"))
+          .witness.probe_sequences);
   try {
     h5::File f = h5::File::create_live(tmp);
     io::write_meta(f, meta);
-    io::TableColumns c = io::create_tables(f, "", meta.probe_sequences);
+    io::TableColumns c = io::create_tables(f, "", probe_width);
     io::append_all(c, main);
     for (auto& [group, tables] : superseded) {
-      io::TableColumns s = io::create_tables(f, group + "/", meta.probe_sequences);
+      io::TableColumns s = io::create_tables(f, group + "/", probe_width);
       io::append_all(s, tables);
       f.open_group(group).set_string_attr(
           "reason", "rows of an interrupted session, past the checkpoint a resume continued from");
@@ -84,14 +87,14 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
         file.string());
   WitnessLog old = read_log(file);
   const std::string name = file.string();
-  if (old.meta.genesis() != meta.genesis())
-    fail(
-        "{} belongs to another trajectory: its genesis {} differs from this run's {} (config, "
-        "dataset or model changed)",
-        name, to_hex(old.meta.genesis()), to_hex(meta.genesis()));
   if (old.meta.public_key != key.public_key())
     fail("{} is signed by key {}, but the key given is {}: resume with the run's key (--key)", name,
          key_id(old.meta.public_key), key_id(key.public_key()));
+  if (old.meta.genesis() != meta.genesis())
+    fail(
+        "{} belongs to another run: its genesis {} differs from this run's {} (the committed "
+        "config, the dataset or the model changed)",
+        name, to_hex(old.meta.genesis()), to_hex(meta.genesis()));
   const uint64_t c = at.steps_done;
   const Tables& t = old.tables;
   if (t.steps.size() < c)
@@ -131,12 +134,12 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
       fail(
           "checkpoint {} does not match {}: its weights' fingerprint differs from the one "
           "recorded after step {}",
-          at.checkpoint.path, name, c - 1);
+          checkpoint_file_name(c), name, c - 1);
     const CheckpointRow* row = nullptr;
     for (auto& r : kept.checkpoints)
       if (r.fields.step == c) row = &r;
     if (row && row->fields.state_hash != at.checkpoint.state_hash)
-      fail("checkpoint {} has state hash {} but {} recorded {} for step {}", at.checkpoint.path,
+      fail("checkpoint {} has state hash {} but {} recorded {} for step {}", checkpoint_file_name(c),
            to_hex(at.checkpoint.state_hash), name, to_hex(row->fields.state_hash), c);
     if (!row) {
       // Interrupted between writing the checkpoint and recording it: record it now.
@@ -150,7 +153,6 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
   }
 
   RunMeta merged = old.meta;
-  merged.config_yaml = meta.config_yaml;
   auto sessions = nlohmann::json::parse(old.meta.sessions_json, nullptr, false);
   if (!sessions.is_array()) sessions = nlohmann::json::array();
   for (auto& s : nlohmann::json::parse(meta.sessions_json)) sessions.push_back(s);
@@ -211,8 +213,6 @@ void LogWriter::append_probe(const ProbeFields& f) {
 }
 
 void LogWriter::append_checkpoint(const CheckpointFields& f) {
-  if (f.path.size() > kPathChars)
-    fail("checkpoint path {} is longer than the log's {} characters", f.path, kPathChars);
   append_side<CheckpointRow>(f, heads_.checkpoint_head, heads_.checkpoints, checkpoint_hash,
                              io::append_checkpoints);
 }

@@ -4,7 +4,7 @@
 //
 //   LogWriter w = LogWriter::create(run / kLogFileName, meta, std::move(key));
 //   w.append_step(fields, timing);            // after every step
-//   w.append_checkpoint({step, hash, path});  // after every checkpoint...
+//   w.append_checkpoint({step, state_hash});  // after every checkpoint...
 //   w.sign();                                 // ...and a signature over the heads
 #pragma once
 

@@ -37,10 +37,12 @@ RunFacts RunFacts::from_log(const WitnessLog& log, const LogReport& report) {
   RunFacts f;
   f.manifest_root = log.meta.manifest_root;
   f.data_layout = log.meta.data_layout;
-  f.data_seed = log.meta.data_seed;
-  f.seq_len = log.meta.seq_len;
-  f.micro_batches = log.meta.micro_batches;
-  f.micro_batch_size = log.meta.micro_batch_size;
+  if (!report.config) fail("{}: the log's committed config does not verify", log.path.string());
+  const RunConfig& rc = *report.config;
+  f.data_seed = rc.data.seed;
+  f.seq_len = uint64_t(rc.data.seq_len);
+  f.micro_batches = uint64_t(rc.train.micro_batches);
+  f.micro_batch_size = uint64_t(rc.train.micro_batch_size);
   f.steps = report.valid_steps;
   for (uint64_t i = 0; i < f.steps; ++i) f.record_hashes.push_back(log.tables.steps[i].hash);
   return f;

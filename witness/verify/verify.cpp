@@ -187,11 +187,14 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     fail("--tolerance must be a finite relative distance >= 0, got {}", *o.tolerance);
   const WitnessLog log = read_log(log_file);
   const LogReport lr = check_log(log, o.trusted_key);
-  const auto cfg =
-      config::Config::parse(log.meta.config_yaml, log_file.string() + ":/meta", run_schema());
-  const RunConfig rc = run_config_from(cfg);
+  // Every fact the verifier uses comes from the committed config; nothing else in /meta is read.
+  if (!lr.config) fail("{}: {}", log_file.string(), lr.problems.front().text());
+  const auto cfg = parse_committed(log.meta.committed_yaml, log_file.string() + ":/meta");
+  const RunConfig rc = *lr.config;
   dist::check_world_size(comm.size(), rc.train.micro_batches);
-  const fs::path data_dir = o.data.empty() ? rc.data.dir : o.data;
+  const fs::path data_dir = o.data.empty() ? dataset_hint(log) : o.data;
+  if (data_dir.empty())
+    fail("{} does not say where its dataset was: give it with --data", log_file.string());
   const Tables& t = log.tables;
   const std::string nondeterminism = declared_nondeterminism(cfg);
   out.steps = lr.valid_steps;
@@ -231,15 +234,13 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   // The committed checkpoints, by steps completed.
   std::vector<uint64_t> starts = {0};
   std::map<uint64_t, Digest> states;
-  std::map<uint64_t, std::string> paths;
   for (auto& c : t.checkpoints) {
     states[c.fields.step] = c.fields.state_hash;
-    paths[c.fields.step] = c.fields.path;
     if (c.fields.step > starts.back() && c.fields.step < lr.valid_steps)
       starts.push_back(c.fields.step);
   }
   auto checkpoint_file = [&](uint64_t step) {
-    const fs::path file = o.run / paths.at(step);
+    const fs::path file = o.run / checkpoint_file_name(step);
     if (!fs::exists(file))
       mismatch(fmt::format("checkpoint {} (after step {}) is missing", file.string(), step));
     const CheckpointInfo info = read_checkpoint_info(file);
@@ -255,9 +256,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     if (!lr.ok()) mismatch(lr.problems.front().text());
     if (!lr.complete)
       mismatch(fmt::format("the run is not complete: {} of {} steps recorded", lr.valid_steps,
-                           log.meta.total_steps));
-    if (trajectory_yaml(cfg) != log.meta.trajectory_yaml)
-      mismatch("the config in /meta does not give the trajectory_yaml the genesis covers");
+                           rc.train.steps));
     dataset.emplace(data::Dataset::open(data_dir));
     if (dataset->manifest().root != log.meta.manifest_root)
       mismatch(fmt::format("dataset {} has root {}, the run committed to {}", data_dir.string(),

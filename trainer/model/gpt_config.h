@@ -1,0 +1,18 @@
+// The GPT's shape: what a config names and a checkpoint's parameter count follows from. No torch,
+// so that config parsing and the witness log's readers build without it.
+#pragma once
+
+#include <cstdint>
+
+namespace wit::model {
+
+struct GPTConfig {
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 256;
+  int64_t vocab_size = 257;
+  int64_t context = 256;  // maximum sequence length (learned position table size)
+  double dropout = 0.0;
+};
+
+}  // namespace wit::model

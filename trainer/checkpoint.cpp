@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/error.h"
@@ -19,54 +18,60 @@ namespace {
 
 constexpr char kMagic[8] = {'W', 'I', 'T', 'C', 'K', 'P', 'T', '1'};
 constexpr char kEnd[8] = {'W', 'I', 'T', 'C', 'K', 'E', 'N', 'D'};
+constexpr uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 32;
 constexpr uint64_t kTrailerBytes = 32 + 8;
 
 struct Layout {
   CheckpointInfo info;
-  uint64_t payload = 0;  // offset of params
+  uint64_t payload = kHeaderBytes;  // offset of params
 };
+
+// Checks the header's fields and the file's size; `size` is the file's length.
+Layout parse_header(const char* h, uint64_t size, const std::string& file) {
+  if (size < kHeaderBytes || std::memcmp(h, kMagic, 8) != 0)
+    fail("{} is not a wit checkpoint (bad magic)", file);
+  uint32_t version = 0, reserved = 0;
+  uint64_t step = 0, n = 0;
+  std::memcpy(&version, h + 8, 4);
+  std::memcpy(&reserved, h + 12, 4);
+  std::memcpy(&step, h + 16, 8);
+  std::memcpy(&n, h + 24, 8);
+  if (version != kCheckpointVersion)
+    fail("{}: checkpoint version {} is not supported (this build reads version {})", file, version,
+         kCheckpointVersion);
+  // Bytes outside the hash are constants: the magic, the version, this zero and the end marker.
+  if (reserved != 0) fail("{}: corrupt checkpoint header (reserved field {})", file, reserved);
+  // Sizes are checked before any arithmetic can overflow.
+  if (step > (uint64_t(1) << 62) || n == 0 || n > (uint64_t(1) << 40))
+    fail("{}: corrupt checkpoint header (step {}, {} parameters)", file, step, n);
+  Layout l;
+  l.info.step = int64_t(step);
+  l.info.num_params = int64_t(n);
+  std::memcpy(l.info.genesis.data(), h + 32, 32);
+  const uint64_t expect = kHeaderBytes + 3 * n * 4 + kTrailerBytes;
+  if (size != expect)
+    fail("{}: checkpoint is {} bytes, expected {} for {} parameters (truncated or corrupt)", file,
+         size, expect, n);
+  return l;
+}
+
+void check_trailer(const char* t, CheckpointInfo& info, const std::string& file) {
+  std::memcpy(info.state_hash.data(), t, 32);
+  if (std::memcmp(t + 32, kEnd, 8) != 0)
+    fail("{}: checkpoint has no end marker (truncated or corrupt)", file);
+}
 
 // Reads and checks the header and the trailer (not the payload's hash).
 Layout read_layout(std::ifstream& in, const std::filesystem::path& file) {
-  char magic[8];
-  uint32_t version = 0, reserved = 0;
-  uint64_t header_len = 0;
-  in.read(magic, 8);
-  in.read(reinterpret_cast<char*>(&version), 4);
-  in.read(reinterpret_cast<char*>(&reserved), 4);
-  in.read(reinterpret_cast<char*>(&header_len), 8);
-  if (!in || std::memcmp(magic, kMagic, 8) != 0)
-    fail("{} is not a wit checkpoint (bad magic)", file.string());
-  if (version != kCheckpointVersion)
-    fail("{}: checkpoint version {} is not supported (this build reads version {})", file.string(),
-         version, kCheckpointVersion);
-  if (header_len > (1u << 30)) fail("{}: corrupt checkpoint header length", file.string());
-  std::string text(header_len, '\0');
-  in.read(text.data(), std::streamsize(header_len));
-  if (!in) fail("{}: truncated checkpoint header", file.string());
-  Layout l;
-  try {
-    auto j = nlohmann::json::parse(text);
-    l.info.step = j.at("step").get<int64_t>();
-    l.info.num_params = j.at("num_params").get<int64_t>();
-    l.info.config_yaml = j.at("config").get<std::string>();
-    l.info.manifest_root =
-        digest_from_hex(j.at("manifest_root").get<std::string>(), "manifest_root");
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: corrupt checkpoint header: {}", file.string(), e.what());
-  }
-  l.payload = 24 + header_len;
-  const uint64_t expect = l.payload + 3 * uint64_t(l.info.num_params) * 4 + kTrailerBytes;
-  const uint64_t actual = std::filesystem::file_size(file);
-  if (actual != expect)
-    fail("{}: checkpoint is {} bytes, expected {} for {} parameters (truncated or corrupt)",
-         file.string(), actual, expect, l.info.num_params);
-  char end[8];
-  in.seekg(std::streamoff(actual - kTrailerBytes));
-  in.read(reinterpret_cast<char*>(l.info.state_hash.data()), 32);
-  in.read(end, 8);
-  if (!in || std::memcmp(end, kEnd, 8) != 0)
-    fail("{}: checkpoint has no end marker (truncated or corrupt)", file.string());
+  char header[kHeaderBytes] = {};
+  in.read(header, kHeaderBytes);
+  if (!in) fail("{} is not a wit checkpoint (bad magic)", file.string());
+  Layout l = parse_header(header, std::filesystem::file_size(file), file.string());
+  char trailer[kTrailerBytes];
+  in.seekg(std::streamoff(std::filesystem::file_size(file) - kTrailerBytes));
+  in.read(trailer, kTrailerBytes);
+  if (!in) fail("{}: checkpoint has no end marker (truncated or corrupt)", file.string());
+  check_trailer(trailer, l.info, file.string());
   return l;
 }
 
@@ -77,19 +82,20 @@ void read_floats(std::ifstream& in, float* out, int64_t n, const std::filesystem
 
 }  // namespace
 
-Sha256 state_hasher(int64_t step, int64_t n) {
+Sha256 state_hasher(const Digest& genesis, int64_t step, int64_t n) {
   Sha256 h;
-  h.update("wit-state-v1").update_u64(uint64_t(step)).update_u64(uint64_t(n));
+  h.update("wit-state-v2").update(genesis.data(), genesis.size());
+  h.update_u64(uint64_t(step)).update_u64(uint64_t(n));
   return h;
 }
 
-Digest state_hash(int64_t step, const torch::Tensor& params, const torch::Tensor& m,
-                  const torch::Tensor& v) {
+Digest state_hash(const Digest& genesis, int64_t step, const torch::Tensor& params,
+                  const torch::Tensor& m, const torch::Tensor& v) {
   const int64_t n = params.numel();
   for (auto* t : {&params, &m, &v})
     WIT_CHECK(t->dtype() == torch::kFloat32 && t->is_contiguous() && t->numel() == n,
               "state tensors must be contiguous fp32 of {} elements", n);
-  Sha256 h = state_hasher(step, n);
+  Sha256 h = state_hasher(genesis, step, n);
   for (auto* t : {&params, &m, &v}) h.update(t->data_ptr<float>(), size_t(n) * sizeof(float));
   return h.finish();
 }
@@ -102,26 +108,21 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int6
 // Writing
 
 CheckpointWriter::CheckpointWriter(std::filesystem::path file, const CheckpointInfo& info)
-    : file_(std::move(file)), hash_(state_hasher(info.step, info.num_params)) {
+    : file_(std::move(file)), hash_(state_hasher(info.genesis, info.step, info.num_params)) {
   expected_ = 3 * info.num_params;
   std::filesystem::create_directories(file_.parent_path());
   tmp_ = file_;
   tmp_ += ".tmp." + std::to_string(::getpid());
   f_ = std::fopen(tmp_.c_str(), "wb");
   if (!f_) fail("cannot create {}: {}", tmp_.string(), std::strerror(errno));
-  nlohmann::json j = {{"format", "wit-checkpoint"},
-                      {"step", info.step},
-                      {"num_params", info.num_params},
-                      {"manifest_root", to_hex(info.manifest_root)},
-                      {"config", info.config_yaml}};
-  const std::string header = j.dump();
   const uint32_t version = kCheckpointVersion, reserved = 0;
-  const uint64_t len = header.size();
+  const uint64_t step = uint64_t(info.step), n = uint64_t(info.num_params);
   write_all(f_, kMagic, 8, file_);
   write_all(f_, &version, 4, file_);
   write_all(f_, &reserved, 4, file_);
-  write_all(f_, &len, 8, file_);
-  write_all(f_, header.data(), header.size(), file_);
+  write_all(f_, &step, 8, file_);
+  write_all(f_, &n, 8, file_);
+  write_all(f_, info.genesis.data(), 32, file_);
 }
 
 CheckpointWriter::~CheckpointWriter() {
@@ -193,7 +194,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& file) {
     *t = torch::empty({n}, torch::kFloat32);
     read_floats(in, t->data_ptr<float>(), n, file);
   }
-  if (state_hash(c.info.step, c.params, c.m, c.v) != c.info.state_hash)
+  if (state_hash(c.info.genesis, c.info.step, c.params, c.m, c.v) != c.info.state_hash)
     fail("{}: checkpoint contents do not match their recorded SHA-256 (corrupt)", file.string());
   return c;
 }
@@ -220,7 +221,7 @@ void verify_checkpoint(const std::filesystem::path& file) {
   if (!in) fail("cannot open checkpoint {}", file.string());
   Layout l = read_layout(in, file);
   in.seekg(std::streamoff(l.payload));
-  Sha256 h = state_hasher(l.info.step, l.info.num_params);
+  Sha256 h = state_hasher(l.info.genesis, l.info.step, l.info.num_params);
   std::vector<char> buf(size_t(1) << 24);
   uint64_t left = 3 * uint64_t(l.info.num_params) * 4;
   while (left > 0) {
@@ -232,6 +233,18 @@ void verify_checkpoint(const std::filesystem::path& file) {
   }
   if (h.finish() != l.info.state_hash)
     fail("{}: checkpoint contents do not match their recorded SHA-256 (corrupt)", file.string());
+}
+
+CheckpointInfo parse_checkpoint(const std::string& bytes, const std::string& where) {
+  if (bytes.size() < kHeaderBytes + kTrailerBytes)
+    fail("{} is not a wit checkpoint (bad magic)", where);
+  Layout l = parse_header(bytes.data(), bytes.size(), where);
+  check_trailer(bytes.data() + bytes.size() - kTrailerBytes, l.info, where);
+  Sha256 h = state_hasher(l.info.genesis, l.info.step, l.info.num_params);
+  h.update(bytes.data() + kHeaderBytes, 3 * size_t(l.info.num_params) * 4);
+  if (h.finish() != l.info.state_hash)
+    fail("{}: checkpoint contents do not match their recorded SHA-256 (corrupt)", where);
+  return l.info;
 }
 
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir) {

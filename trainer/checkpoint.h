@@ -1,13 +1,14 @@
-// Checkpoints: the full training state (parameters, AdamW moments, step) with the config and
-// dataset root it belongs to, written atomically and checked on load.
+// Checkpoints: the full training state (parameters, AdamW moments, step), bound to the run it
+// belongs to (its witness log's genesis), written atomically and checked on load.
 //
-// File: "WITCKPT1" | u32 version | u32 0 | u64 header bytes | header JSON |
+// File (version 2): "WITCKPT1" | u32 2 | u32 0 | u64 step | u64 P | genesis (32 bytes) |
 //       params | m | v (P fp32 little-endian each, canonical flat order) |
 //       state hash (32 bytes) | "WITCKEND"
-// The state hash SHA-256("wit-state-v1" ‖ u64 step ‖ u64 P ‖ params ‖ m ‖ v) is a canonical
-// commitment: one file and one hash whatever the world size or sharding that produced it, and
-// any world size can load any checkpoint (a rank reads just its range). The hash sits at the end
-// so a sharded state can be streamed into the file through one rank.
+// The state hash SHA-256("wit-state-v2" ‖ genesis ‖ u64 step ‖ u64 P ‖ params ‖ m ‖ v) covers
+// every byte before it: the file is canonical (one file and one hash whatever the world size or
+// sharding that produced it), so its state hash is its content hash, and no header field can
+// change without changing it. Any world size can load any checkpoint (a rank reads just its
+// range). The hash sits at the end so a sharded state can stream into the file through one rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,13 +22,12 @@
 
 namespace wit {
 
-constexpr uint32_t kCheckpointVersion = 1;
+constexpr uint32_t kCheckpointVersion = 2;
 
 struct CheckpointInfo {
   int64_t step = 0;  // steps completed
   int64_t num_params = 0;
-  std::string config_yaml;  // the resolved config of the run
-  Digest manifest_root{};   // dataset the run trains on
+  Digest genesis{};  // the run's witness log genesis: config, dataset, model size, key
   Digest state_hash{};
 };
 
@@ -36,10 +36,10 @@ struct Checkpoint {
   torch::Tensor params, m, v;  // (P,) fp32 each, or the loaded range of them
 };
 
-Digest state_hash(int64_t step, const torch::Tensor& params, const torch::Tensor& m,
-                  const torch::Tensor& v);
+Digest state_hash(const Digest& genesis, int64_t step, const torch::Tensor& params,
+                  const torch::Tensor& m, const torch::Tensor& v);
 // The hash above, open for streaming: feed params, m and v in order, then finish().
-Sha256 state_hasher(int64_t step, int64_t num_params);
+Sha256 state_hasher(const Digest& genesis, int64_t step, int64_t num_params);
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir, int64_t step);
 
@@ -72,8 +72,11 @@ Checkpoint load_checkpoint(const std::filesystem::path& file);
 Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count);
 // Streams the file and checks the state hash; throws naming the file when it does not match.
 void verify_checkpoint(const std::filesystem::path& file);
-// Header and hash only (cheap).
+// Header and hash only (cheap): the claimed step, size, run and state hash, not yet checked.
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& file);
+// The same from a checkpoint's bytes in memory (for tests and fuzzing); checks the payload's
+// hash too.
+CheckpointInfo parse_checkpoint(const std::string& bytes, const std::string& where);
 // The checkpoint with the highest step in run_dir/checkpoints, if any.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir);
 

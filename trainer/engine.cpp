@@ -47,9 +47,9 @@ class Replicated final : public Engine {
     return save_checkpoint(file, info, model_.flat_params(), opt_.m, opt_.v);
   }
   torch::Tensor full_params() override { return model_.flat_params(); }
-  Digest state_hash() override {
+  Digest state_hash(const Digest& genesis) override {
     if (!comm_.is_root()) return {};
-    return wit::state_hash(opt_.step, model_.flat_params(), opt_.m, opt_.v);
+    return wit::state_hash(genesis, opt_.step, model_.flat_params(), opt_.m, opt_.v);
   }
   void export_model(const std::filesystem::path& file,
                     const std::map<std::string, std::string>& metadata) override {
@@ -111,9 +111,9 @@ class Sharded final : public Engine {
     return w ? w->finish() : Digest{};
   }
   torch::Tensor full_params() override { return model_.gather_all(); }
-  Digest state_hash() override {
+  Digest state_hash(const Digest& genesis) override {
     std::optional<Sha256> h;
-    if (comm_.is_root()) h = state_hasher(opt_.step, model_.layout().num_params);
+    if (comm_.is_root()) h = state_hasher(genesis, opt_.step, model_.layout().num_params);
     stream_state([&](const float* p, int64_t n) { h->update(p, size_t(n) * sizeof(float)); });
     return h ? h->finish() : Digest{};
   }

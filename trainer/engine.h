@@ -38,8 +38,9 @@ class Engine {
   virtual Digest save(const std::filesystem::path& file, const CheckpointInfo& info) = 0;
   // Collective: the whole flat parameter vector (P,), meaningful on rank 0.
   virtual torch::Tensor full_params() = 0;
-  // Collective: the state hash of the current state (as save() would commit it), on rank 0.
-  virtual Digest state_hash() = 0;
+  // Collective: the state hash of the current state (as save() would commit it for the run of
+  // `genesis`), on rank 0.
+  virtual Digest state_hash(const Digest& genesis) = 0;
   // Collective: the final weights as safetensors, written by rank 0.
   virtual void export_model(const std::filesystem::path& file,
                             const std::map<std::string, std::string>& metadata) = 0;

@@ -136,6 +136,28 @@ ResolvedRun resolve(const TrainOptions& o) {
   return {std::move(cfg), dir};
 }
 
+// A resume must continue the run its log committed to: the committed config may not change.
+// Says which key changed, where the genesis alone would only say that something did.
+void check_resumable(const fs::path& log_file, const config::Config& cfg,
+                     const witness::PublicKey& key) {
+  if (!fs::exists(log_file)) return;  // LogWriter::resume says why that is fatal
+  const witness::WitnessLog log = witness::read_log(log_file);
+  if (log.meta.public_key != key)
+    fail("{} is signed by key {}, but the key given is {}: resume with the run's key (--key)",
+         log_file.string(), witness::key_id(log.meta.public_key), witness::key_id(key));
+  const config::Config committed = parse_committed(log.meta.committed_yaml, log_file.string());
+  std::vector<std::string> diffs;
+  for (auto& d : committed.differences(cfg, {})) {
+    const auto key = d.substr(0, d.find(':'));
+    const auto& ok = resume_mutable_keys();
+    if (std::find(ok.begin(), ok.end(), key) == ok.end()) diffs.push_back(d);
+  }
+  if (!diffs.empty())
+    fail("{} committed to a different config ({}{}): a resume continues the same run",
+         log_file.string(), diffs.front(),
+         diffs.size() > 1 ? fmt::format(" and {} more", diffs.size() - 1) : "");
+}
+
 // A test hook: WIT_INJECT_FAULT=RANK:STEP makes that rank throw before that step, to check that
 // one failing rank brings the whole job down instead of leaving the others waiting.
 void maybe_inject_fault(int rank, int64_t step) {
@@ -186,25 +208,28 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
 
   auto engine = make_engine(rc.dist_mode, rc.model, comm);
   const std::string config_yaml = run.cfg.to_yaml();
+  // The run's genesis, which its checkpoints and log are bound to; the key lives on rank 0.
+  witness::PublicKey public_key{};
+  if (is_root) public_key = key->public_key();
+  comm.broadcast(public_key.data(), public_key.size(), 0);
+  const Digest genesis =
+      witness::genesis_hash(committed_yaml(run.cfg), root, data::layout_digest(dataset.manifest()),
+                            uint64_t(engine->num_params()), public_key);
   fs::path last_ckpt;
   Digest loaded_state{};
   if (opts.resume) {
+    if (is_root) check_resumable(dir / witness::kLogFileName, run.cfg, public_key);
     if (auto ck = latest_checkpoint(dir)) {
       const CheckpointInfo info = read_checkpoint_info(*ck);
       loaded_state = info.state_hash;
-      auto saved = config::Config::parse(info.config_yaml, ck->string(), run_schema());
-      std::vector<std::string> diffs;
-      for (auto& d : saved.differences(run.cfg, {})) {
-        const auto key = d.substr(0, d.find(':'));
-        const auto& ok = resume_mutable_keys();
-        if (std::find(ok.begin(), ok.end(), key) == ok.end()) diffs.push_back(d);
-      }
-      if (!diffs.empty())
-        fail("checkpoint {} is from a different config ({}{})", ck->string(), diffs.front(),
-             diffs.size() > 1 ? fmt::format(" and {} more", diffs.size() - 1) : "");
-      if (info.manifest_root != root)
-        fail("checkpoint {} was trained on dataset {} but {} has root {}", ck->string(),
-             to_hex(info.manifest_root), rc.data.dir.string(), to_hex(root));
+      if (info.genesis != genesis)
+        fail(
+            "checkpoint {} belongs to another run (genesis {}, this run's is {}): the committed "
+            "config, the dataset, the model or the signing key differ",
+            ck->string(), to_hex(info.genesis).substr(0, 16), to_hex(genesis).substr(0, 16));
+      if (checkpoint_path(dir, info.step) != *ck)
+        fail("checkpoint {} says it holds the state after step {}: it was renamed or is corrupt",
+             ck->string(), info.step);
       engine->load(*ck);
       last_ckpt = *ck;
       if (!quiet)
@@ -289,9 +314,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
 
   auto checkpoint = [&] {  // collective
     summary.checkpoint = checkpoint_path(dir, steps_done());
-    const Digest state =
-        engine->save(summary.checkpoint,
-                     CheckpointInfo{steps_done(), engine->num_params(), config_yaml, root, {}});
+    const Digest state = engine->save(summary.checkpoint,
+                                      CheckpointInfo{steps_done(), engine->num_params(), genesis, {}});
     saved_step = steps_done();
     record([&](witness::LogWriter& w) {
       w.append_checkpoint({uint64_t(steps_done()), state});

@@ -220,34 +220,49 @@ void add_verify(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "verify",
       "Certify a run without trusting its trainer: check the witness log (chains, signatures, "
-      "dataset), recompute every step's batch hash and hyperparameters, replay randomly "
-      "challenged segments (checkpoint to checkpoint) with the trainer's own step and require "
-      "every recorded bit to match, check the published model and the final evaluation. Writes "
-      "RUN/certificate.json, signed with the verifier's key, when the run is certified; exits 1 "
-      "when it is rejected, 3 when the run declares a setting that no replay can repeat (not "
-      "reproducible). Under `mpirun -np N` the replay runs on N processes (N a power of two "
-      "dividing train.micro_batches), whatever world size trained the run.");
+      "schedules, dataset, every checkpoint file), recompute every step's batch hash and "
+      "hyperparameters, replay the first and the last segment and c randomly drawn ones with "
+      "the trainer's own step and require every recorded bit to match, check the published "
+      "model and the final evaluation. Writes RUN/certificate.json, signed with the verifier's "
+      "key, when the run is certified. Exit codes: 0 certified, 1 rejected (or an error), 3 not "
+      "reproducible (the run declares a setting no replay can repeat), 4 consistent within "
+      "--tolerance (not a certification). Under `mpirun -np N` the replay runs on N processes "
+      "(N a power of two dividing train.micro_batches), whatever world size trained the run.");
   sub->add_option("run", o->run, "Run directory");
-  sub->add_option("--data", o->data, "The run's dataset (default: data.dir of its config)")
+  sub->add_option("--data", o->data,
+                  "The run's dataset (default: where the log says the trainer had it; either way "
+                  "it must have the committed root and layout)")
       ->type_name("DIR");
   sub->add_option("--challenges,-c", o->challenges,
-                  "Segments to replay (default: enough for --target at --confidence)");
+                  "Segments to draw besides the first and the last (default: enough for --target "
+                  "at --confidence)");
   sub->add_option("--segment", o->segment,
-                  "Steps per challenged segment: the run is cut into aligned blocks of K steps, "
-                  "each replayed from the checkpoint at or before it (default: the stretches "
-                  "between checkpoints)")
+                  "Steps per segment: the run is cut into aligned blocks of K steps, K a "
+                  "multiple of train.checkpoint_every so that every segment starts and ends at a "
+                  "checkpoint (default: train.checkpoint_every)")
       ->type_name("K");
   sub->add_option("--target", o->target,
                   "Fraction of unfaithful steps the challenges must catch (default 0.1)");
   sub->add_option("--confidence", o->confidence,
                   "... with this probability (default 0.9): c = log(1-p)/log(1-f)");
   auto* seed = sub->add_option("--seed", o->seed,
-                  "The verifier's random seed for the challenges (default: Fiat-Shamir from the "
-                  "log's signed head)");
-  sub->add_flag("--fiat-shamir", o->fiat_shamir,
-                "Draw the challenges from the SHA-256 of the log's signed head, so anyone can "
-                "recompute them (the default without --seed)")
-      ->excludes(seed);
+                               "Draw the challenges from this seed (a non-negative integer), for "
+                               "an audit others can repeat (default: the verifier's own random "
+                               "source, read after the run is received)")
+                   ->type_name("N");
+  auto* fs_flag =
+      sub->add_flag("--fiat-shamir", o->fiat_shamir,
+                    "Draw the challenges from the SHA-256 of the log's signed head, so anyone can "
+                    "recompute them without trusting the verifier. The trainer can recompute "
+                    "them too, and retry: the certificate's bound holds only against a trainer "
+                    "who tries fewer than 2^--grinding-bits logs")
+          ->excludes(seed);
+  sub->add_option("--grinding-bits", o->grinding_bits,
+                  "With --fiat-shamir: the trainer is assumed to try up to 2^BITS logs "
+                  "(default 40); the stated bound is 1 - 2^BITS (1 - f)^c, or none")
+      ->needs(fs_flag)
+      ->check(CLI::Range(0, 128))
+      ->type_name("BITS");
   sub->add_option("--trainer-key", o->trainer_key,
                   "Require the log to be signed by this public key (hex or PEM file)");
   sub->add_option("--key", o->key,
@@ -264,8 +279,13 @@ void add_verify(CLI::App& app) {
                   "(sharded; for models one process cannot hold)")
       ->check(CLI::IsMember({"ddp", "fsdp"}));
   sub->add_option("--check-certificate", o->check_certificate,
-                  "Check a certificate's signature instead")
+                  "Check a certificate instead: its signature by --verifier-key and, with RUN, "
+                  "that it describes that run's log, dataset, final state and model as they are")
       ->type_name("FILE");
+  sub->add_option("--verifier-key", o->verifier_key,
+                  "With --check-certificate: the verifier's public key (hex or PEM file) that "
+                  "must have signed it")
+      ->type_name("KEY");
   actions()[sub] = [o] { return verify(*o); };
 }
 

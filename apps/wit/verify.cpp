@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <optional>
 
 #include "core/error.h"
@@ -14,21 +16,43 @@ namespace wit::cli {
 
 namespace fs = std::filesystem;
 
-int verify(const VerifyCliOptions& o) {
-  if (!o.check_certificate.empty()) {
-    const auto c = nlohmann::json::parse(read_text_file(o.check_certificate), nullptr, false);
-    if (c.is_discarded()) fail("{} is not JSON: not a certificate", o.check_certificate.string());
-    const std::string problem = witness::check_certificate(c);
-    if (!problem.empty()) {
-      fmt::print("INVALID certificate {}: {}\n", o.check_certificate.string(), problem);
-      return 1;
-    }
-    fmt::print("valid certificate: run {} {} by verifier key {} ({} of {} segments replayed)\n",
-               c.value("run", "?"), c.value("result", "?"),
-               witness::key_id(witness::load_public_key(c.value("verifier_key", ""))),
-               c["challenged_segments"].size(), c.value("segments", 0));
-    return 0;
+namespace {
+
+uint64_t parse_seed(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 20)
+    fail("--seed {}: the seed must be a non-negative integer below 2^64", text);
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) fail("--seed {}: the seed must be below 2^64", text);
+  return v;
+}
+
+int check_certificate_file(const VerifyCliOptions& o) {
+  if (o.verifier_key.empty())
+    fail(
+        "--check-certificate needs --verifier-key KEY: a certificate proves something only when "
+        "it is signed by a verifier you trust, and anyone can sign one with a key of their own");
+  const witness::PublicKey verifier = witness::load_public_key(o.verifier_key);
+  const auto c = nlohmann::json::parse(read_text_file(o.check_certificate), nullptr, false);
+  if (c.is_discarded()) fail("{} is not JSON: not a certificate", o.check_certificate.string());
+  std::string problem = witness::check_certificate(c, verifier);
+  if (problem.empty() && !o.run.empty()) problem = witness::check_certificate_against_run(c, o.run);
+  if (!problem.empty()) {
+    fmt::print("INVALID certificate {}: {}\n", o.check_certificate.string(), problem);
+    return 1;
   }
+  fmt::print("valid certificate: run {} {} by verifier key {} ({} of {} segments replayed){}\n",
+             c.value("run", "?"), c.value("result", "?"), witness::key_id(verifier),
+             c["challenged_segments"].size(), c.value("segments", 0),
+             o.run.empty() ? "; not checked against a run (give RUN to check its files)"
+                           : fmt::format("; it describes {} as it is now", o.run.string()));
+  return 0;
+}
+
+}  // namespace
+
+int verify(const VerifyCliOptions& o) {
+  if (!o.check_certificate.empty()) return check_certificate_file(o);
   if (o.run.empty()) fail("wit verify needs a run directory (or --check-certificate FILE)");
   auto comm = dist::make_communicator();
   const bool root = comm->is_root();
@@ -40,7 +64,14 @@ int verify(const VerifyCliOptions& o) {
   v.segment = o.segment;
   v.challenges = o.challenges >= 0 ? o.challenges : witness::challenges_for(o.target, o.confidence);
   if (v.challenges < 1) fail("--challenges must be at least 1");
-  if (o.seed >= 0) v.seed = uint64_t(o.seed);
+  if (!o.seed.empty()) {
+    v.source = witness::ChallengeSource::VerifierSeed;
+    v.seed = parse_seed(o.seed);
+  }
+  if (o.fiat_shamir) {
+    v.source = witness::ChallengeSource::FiatShamir;
+    v.grinding_bits = o.grinding_bits;
+  }
   if (o.tolerance >= 0) v.tolerance = o.tolerance;
   if (!o.trainer_key.empty()) v.trusted_key = witness::load_public_key(o.trainer_key);
   // The verifier's key signs the certificate: load it before the (long) replay.
@@ -63,9 +94,10 @@ int verify(const VerifyCliOptions& o) {
         c.logged_seconds / double(c.replayed_steps), c.loads, c.load_seconds, c.audit_seconds,
         c.total_seconds);
   if (!root)
-    return r.outcome == witness::Outcome::Rejected          ? 1
-           : r.outcome == witness::Outcome::NotReproducible ? kExitNotReproducible
-                                                            : 0;
+    return r.outcome == witness::Outcome::Rejected                    ? 1
+           : r.outcome == witness::Outcome::NotReproducible           ? kExitNotReproducible
+           : r.outcome == witness::Outcome::ConsistentWithinTolerance ? kExitWithinTolerance
+                                                                      : 0;
   if (r.outcome == witness::Outcome::Rejected) {
     fmt::print("REJECTED: {}\n", r.reason);
     return 1;
@@ -99,10 +131,16 @@ int verify(const VerifyCliOptions& o) {
   }
   // The same for people: what was checked, by whom, with which result.
   std::string summary = verdict;
-  summary += fmt::format("  run genesis {}, head {}, manifest root {}\n",
-                         cert["genesis"].get<std::string>().substr(0, 16),
-                         cert["head"].get<std::string>().substr(0, 16),
-                         cert["manifest_root"].get<std::string>().substr(0, 16));
+  summary += fmt::format(
+      "  run genesis {}, signed head {} ({} steps), manifest root {}, trainer key {}\n"
+      "  final state {}, model.safetensors sha256 {}\n",
+      cert["genesis"].get<std::string>().substr(0, 16),
+      cert["signed_head"]["hash"].get<std::string>().substr(0, 16),
+      cert["signed_head"]["steps"].get<uint64_t>(),
+      cert["manifest_root"].get<std::string>().substr(0, 16),
+      cert["trainer_key"].get<std::string>().substr(0, 16),
+      cert["final_state_hash"].get<std::string>().substr(0, 16),
+      cert["model_sha256"].get<std::string>().substr(0, 16));
   summary += fmt::format("  challenges: {} ({}), replayed on {}\n", r.draws, r.challenge_source,
                          cert["replayed_on"].get<std::string>());
   for (auto& st : r.stages) summary += fmt::format("  {:<11} passed: {}\n", st.name, st.detail);
@@ -112,7 +150,7 @@ int verify(const VerifyCliOptions& o) {
   write_file_atomic(file, cert.dump(2) + "\n");
   write_file_atomic(o.run / "certificate.txt", summary);
   fmt::print("{}  certificate {} (summary: certificate.txt)\n", verdict, file.string());
-  return 0;
+  return r.outcome == witness::Outcome::ConsistentWithinTolerance ? kExitWithinTolerance : 0;
 }
 
 }  // namespace wit::cli

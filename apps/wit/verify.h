@@ -13,19 +13,22 @@ struct VerifyCliOptions {
   int64_t challenges = -1;    // -1: from --target and --confidence
   double target = 0.1;        // fraction of unfaithful steps to catch ...
   double confidence = 0.9;    // ... with this probability
-  int64_t seed = -1;          // -1: Fiat–Shamir from the signed head
-  bool fiat_shamir = false;   // explicit form of the default
+  std::string seed;           // the verifier's seed (a non-negative integer); empty: none
+  bool fiat_shamir = false;   // challenges from the signed head instead of the verifier's random
+  int grinding_bits = 40;     // with --fiat-shamir: tries assumed, 2^bits
   std::string trainer_key;    // public key the trainer must have signed with
   std::filesystem::path key;  // the verifier's signing key (default: the machine's key)
   std::filesystem::path check_certificate;
-  int64_t segment = 0;       // 0: checkpoint to checkpoint
+  std::string verifier_key;  // with --check-certificate: the key that must have signed it
+  int64_t segment = 0;       // 0: train.checkpoint_every
   double tolerance = -1;     // < 0: exact replay (the default, the only mode that certifies)
   std::string mode = "ddp";  // the verifier's layout when launched with mpirun
 };
 
-// Exit codes: 0 certified (or consistent within tolerance), 1 rejected or an error,
-// 3 not reproducible.
+// Exit codes: 0 certified, 1 rejected (or an error, or an invalid certificate), 3 not
+// reproducible, 4 consistent within tolerance (not a certification).
 constexpr int kExitNotReproducible = 3;
+constexpr int kExitWithinTolerance = 4;
 
 int verify(const VerifyCliOptions& o);
 

@@ -202,7 +202,16 @@ TEST(Checkpoint, CorruptionAndTruncationAreDetected) {
   train(o);
   const fs::path ck = checkpoint_path(run.path, 2);
   Checkpoint good = load_checkpoint(ck);
-  EXPECT_EQ(state_hash(good.info.step, good.params, good.m, good.v), good.info.state_hash);
+  EXPECT_EQ(state_hash(good.info.genesis, good.info.step, good.params, good.m, good.v),
+            good.info.state_hash);
+  // The state hash covers the header too: no byte of the file can change unnoticed.
+  const std::string whole = read_text_file(ck);
+  EXPECT_EQ(parse_checkpoint(whole, "good").state_hash, good.info.state_hash);
+  for (size_t i = 0; i < 64; ++i) {
+    std::string edited = whole;
+    edited[i] ^= 0x01;
+    EXPECT_THROW(parse_checkpoint(edited, "edited header"), Error) << "header byte " << i;
+  }
 
   std::string bytes = read_text_file(ck);
   const fs::path bad = run.path / "bad.ckpt";

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The verifier's guarantee, measured: a run with a fraction g of its segments forged, verified
-# with c challenges drawn by many verifiers (seeds), is rejected at the rate 1 - (1 - g)^c, within
-# a 99 % confidence interval. (A fraction f of forged steps makes at least a fraction f of the
+# The verifier's guarantee, measured: a run with a fraction g of its middle segments forged (the
+# first and the last are always replayed), verified with c challenges drawn by many verifiers
+# (seeds), is rejected at the rate 1 - (1 - g)^c, within a 99 % confidence interval. (A fraction
+# f of forged steps outside the first and last segments makes at least a fraction f of the middle
 # segments bad, so 1 - (1 - f)^c is the certificate's bound.)
 # Usage: detection_rate.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
 source "$(dirname "$0")/verify_setup.sh"
-# 8 segments of 2 steps; 2 of them forged (one step each): g = 0.25.
+# 8 segments of 2 steps, 6 of them in the middle; 2 of those forged (one step each): g = 1/3.
 "$wit" train "$src/configs/tiny.yaml" --set data.dir="$work/data" --set model.n_layer=1 \
   --set model.n_head=2 --set model.n_embd=16 --set model.context=16 --set data.seq_len=8 \
   --set train.steps=16 --set train.micro_batches=1 --set train.micro_batch_size=2 \
@@ -26,7 +27,7 @@ done
 python3 - "$rejected" "$trials" "$c" <<'PY' || exit 1
 import math, sys
 rejected, n, c = map(int, sys.argv[1:])
-g = 2 / 8
+g = 2 / 6
 p = 1 - (1 - g) ** c
 half = 2.576 * math.sqrt(p * (1 - p) / n)  # 99 % normal interval
 rate = rejected / n

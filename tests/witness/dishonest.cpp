@@ -12,7 +12,8 @@
 //     skip STEP                  log STEP as done while computing nothing (a copy of STEP-1)
 //     truncate N                 drop every step from N on
 //     inflate-eval               log a better final val loss
-//     splice-checkpoint STEP HEX log another state hash for the checkpoint after STEP
+//     splice-checkpoint STEP FILE  put FILE's state (another run's checkpoint) in place of the
+//                                checkpoint after STEP, under this run's header, and log its hash
 //     claim-seed SEED            claim the run started from another initialisation seed
 //
 // Dishonest training: RUN (an honest run, or a copy) gives the config in its config.yaml; its
@@ -145,9 +146,13 @@ int rewrite(int argc, char** argv) {
     t.evals.back().fields.value *= 0.5f;
   } else if (attack == "splice-checkpoint") {
     const uint64_t s = arg(0);
-    if (argc < 6) fail("splice-checkpoint needs STEP and HEX");
+    if (argc < 6) fail("splice-checkpoint needs STEP and FILE");
+    const Checkpoint other = load_checkpoint(argv[5]);
+    const auto ck = checkpoint_path(std::filesystem::path(argv[1]), int64_t(s));
+    const Digest state = save_checkpoint(ck, {int64_t(s), other.info.num_params, meta.genesis(), {}},
+                                         other.params, other.m, other.v);
     for (auto& c : t.checkpoints)
-      if (c.fields.step == s) c.fields.state_hash = digest_from_hex(argv[5], "state hash");
+      if (c.fields.step == s) c.fields.state_hash = state;
   } else if (attack == "claim-seed") {
     // The run's weights came from elsewhere; the liar claims an initialisation from seed SEED
     // and recommits every step's generator seeds to match the claim (the seed derivation is
@@ -171,6 +176,14 @@ int rewrite(int argc, char** argv) {
     const size_t at = yaml.find("  seed: ", train);
     const size_t eol = yaml.find('\n', at);
     yaml.replace(at, eol - at, "  seed: " + seed);
+    // The checkpoints are bound to the run's genesis, which the claim changes: rewrite them for
+    // the claimed run, same state, and log their new hashes.
+    for (auto& row : t.checkpoints) {
+      const auto ck = checkpoint_path(std::filesystem::path(argv[1]), int64_t(row.fields.step));
+      const Checkpoint c = load_checkpoint(ck);
+      row.fields.state_hash = save_checkpoint(
+          ck, {c.info.step, c.info.num_params, meta.genesis(), {}}, c.params, c.m, c.v);
+    }
   } else {
     fail("unknown attack {}", attack);
   }
@@ -349,7 +362,6 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
   auto log = witness::LogWriter::create(dir / witness::kLogFileName, meta, std::move(key));
 
   // From here on, trainer/train_loop.cpp's loop on one process.
-  const std::string config_yaml = cfg.to_yaml();
   const Digest root = dataset.manifest().root;
   const MicroBatch probe_batch =
       to_micro_batch(eval_batch_tokens(dataset.val(), T, rc.witness.probe_sequences, 0),
@@ -357,7 +369,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
   int64_t saved = -1;
   auto checkpoint = [&] {
     const Digest state = save_checkpoint(checkpoint_path(dir, opt.step),
-                                         CheckpointInfo{opt.step, P, config_yaml, root, {}},
+                                         CheckpointInfo{opt.step, P, meta.genesis(), {}},
                                          model.flat_params(), opt.m, opt.v);
     saved = opt.step;
     log.append_checkpoint({uint64_t(opt.step), state});

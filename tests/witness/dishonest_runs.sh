@@ -27,7 +27,7 @@ for run in n1 n2 n4 f2 f4; do
       { cat "$work/$run.out"; fail "honest run $run rejected when replayed at $replay"; }
     grep -q "^CERTIFIED" "$work/$run.out" || fail "no CERTIFIED line for $run at $replay"
     grep -q "replayed bit for bit on ${replay%f} process(es)" "$work/$run.out" || fail "$run: replay size"
-    "$wit" verify --check-certificate "$work/$run/certificate.json" >/dev/null || fail "certificate of $run"
+    "$wit" verify --check-certificate "$work/$run/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/$run" >/dev/null || fail "certificate of $run"
     echo "honest $run replayed on $replay: certified"
   done
 done
@@ -55,7 +55,7 @@ print(f"{n + 1} tampered certificates")
 PY
 tampered=0
 for f in "$work"/cert-*.json; do
-  if "$wit" verify --check-certificate "$f" >"$work/cert.out" 2>&1; then
+  if "$wit" verify --check-certificate "$f" --verifier-key "$work/verifier.pem.pub" >"$work/cert.out" 2>&1; then
     cat "$f"; fail "a tampered certificate ($f) checks"
   fi
   grep -q "INVALID certificate" "$work/cert.out" || { cat "$work/cert.out"; fail "tampered certificate: message"; }
@@ -76,7 +76,9 @@ echo "nondeterministic a4: $(grep "^NOT REPRODUCIBLE" "$work/a4.out" | cut -c1-1
 
 # Tolerance mode: replay compared within thresholds, distances reported, never "certified".
 for run in n1 a4; do
-  verify "$work/$run" --tolerance 1e-3 >"$work/tol.out" 2>&1 || { cat "$work/tol.out"; fail "$run: tolerance"; }
+  verify "$work/$run" --tolerance 1e-3 >"$work/tol.out" 2>&1
+  rc=$?
+  [ $rc -eq 4 ] || { cat "$work/tol.out"; fail "$run: tolerance exit $rc, expected 4 (consistent within tolerance, not certified)"; }
   grep -q "^CONSISTENT WITHIN TOLERANCE" "$work/tol.out" || { cat "$work/tol.out"; fail "$run: tolerance verdict"; }
   grep -q "^CERTIFIED" "$work/tol.out" && fail "$run: tolerance certified"
   grep -q "largest distances seen: loss" "$work/tol.out" || fail "$run: no distances"
@@ -101,12 +103,16 @@ expect_rejected skipped-step "step 10, field" skip 10
 expect_rejected truncated "not complete: 9 of 12" truncate 9
 expect_rejected inflated-eval "eval after step 12, field value" inflate-eval
 expect_rejected claimed-other-init "step 0, field loss" claim-seed 77
-other=$(tail -c 40 "$work/n2/checkpoints/step_00000006.ckpt" | head -c 32 | od -An -tx1 | tr -d ' \n')
 rm -rf "$work/other" && "$wit" train "$cfg" "${sets[@]}" --set train.seed=5 --out "$work/other" -q >/dev/null
-other=$(tail -c 40 "$work/other/checkpoints/step_00000006.ckpt" | head -c 32 | od -An -tx1 | tr -d ' \n')
-rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie"
+# Another run's checkpoint copied in as it is: it names another run in its header.
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate.json"
 cp "$work/other/checkpoints/step_00000006.ckpt" "$work/lie/checkpoints/step_00000006.ckpt"
-"$liar" "$work/lie" "$WIT_SIGNING_KEY" splice-checkpoint 6 "$other" >/dev/null
+if verify "$work/lie" >"$work/lie.out" 2>&1; then fail "a copied checkpoint was certified"; fi
+grep -q "REJECTED: structure: checkpoint .*step_00000006.ckpt belongs to another run" "$work/lie.out" || { cat "$work/lie.out"; fail "copied checkpoint: reason"; }
+echo "lie copied-checkpoint: $(grep REJECTED "$work/lie.out")"
+# Its state rewritten under this run's header and logged: the replay reaches another state.
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate.json"
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" splice-checkpoint 6 "$work/other/checkpoints/step_00000006.ckpt" >/dev/null || fail "splice"
 if verify "$work/lie" >"$work/lie.out" 2>&1; then fail "a spliced checkpoint was certified"; fi
 grep -Eq "REJECTED: (challenges|model).*(checkpoint|state|step 6)" "$work/lie.out" || { cat "$work/lie.out"; fail "spliced checkpoint: reason"; }
 echo "lie spliced-checkpoint: $(grep REJECTED "$work/lie.out")"
@@ -129,14 +135,14 @@ rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && "$liar" "$work/lie" "$WIT_
 if verify "$work/lie" --tolerance 1e-7 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "forged loss within 1e-7"; fi
 grep -q "REJECTED: challenges: step 8, field loss: .*exceeds the tolerance" "$work/lie.out" || { cat "$work/lie.out"; fail "tolerance: reason"; }
 echo "tolerance, forged loss: $(grep REJECTED "$work/lie.out")"
-# Segments of k steps: each replayed from the checkpoint at or before it.
+# Segments of k steps, k a multiple of the checkpoint interval: each starts and ends at one.
 verify_c() { "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" "${@:2}"; }
-if verify_c "$work/lie" --segment 2 -c 200 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "forged loss, --segment 2"; fi
-grep -q "REJECTED: challenges: step 8, field loss" "$work/lie.out" || { cat "$work/lie.out"; fail "--segment 2: reason"; }
-verify_c "$work/n1" --segment 2 -c 200 >"$work/seg.out" 2>&1 || { cat "$work/seg.out"; fail "honest, --segment 2"; }
-grep -q "6 of 6 segments (12 steps) replayed bit for bit" "$work/seg.out" || { cat "$work/seg.out"; fail "--segment 2: coverage"; }
+if verify_c "$work/lie" --segment 6 -c 20 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "forged loss, --segment 6"; fi
+grep -q "REJECTED: challenges: step 8, field loss" "$work/lie.out" || { cat "$work/lie.out"; fail "--segment 6: reason"; }
+verify_c "$work/n1" --segment 6 -c 20 >"$work/seg.out" 2>&1 || { cat "$work/seg.out"; fail "honest, --segment 6"; }
+grep -q "2 of 2 segments (12 steps) replayed bit for bit" "$work/seg.out" || { cat "$work/seg.out"; fail "--segment 6: coverage"; }
 rm -f "$work/n1/certificate.json"
-echo "segments of 2 steps: honest certified, forged loss: $(grep REJECTED "$work/lie.out")"
+echo "segments of 6 steps: honest certified, forged loss: $(grep REJECTED "$work/lie.out")"
 
 # Bad input: a precise error, a non-zero exit, never a certificate.
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json" "$work/bad/checkpoints/step_00000006.ckpt"
@@ -168,11 +174,13 @@ with h5py.File(sys.argv[1], "r+") as f:
 PY
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "a log with an unknown attribute was certified"
 grep -q "meta, field attribute total_steps: is not part of the witness log's schema 2" "$work/bad.out" || { cat "$work/bad.out"; fail "unknown attribute: message"; }
-verify "$work/n1" --segment 13 >"$work/bad.out" 2>&1 && fail "a segment outside the run"
-grep -q "segment 13 is longer than the run (12 steps)" "$work/bad.out" || { cat "$work/bad.out"; fail "segment: message"; }
+verify "$work/n1" --segment 4 >"$work/bad.out" 2>&1 && fail "a segment that does not end at a checkpoint"
+grep -q "segment 4: segments must end at checkpoints, so K must be a multiple of train.checkpoint_every = 3" "$work/bad.out" || { cat "$work/bad.out"; fail "segment: message"; }
+verify "$work/n1" --seed -5 >"$work/bad.out" 2>&1 && fail "a negative seed was accepted"
+grep -q "seed -5: the seed must be a non-negative integer" "$work/bad.out" || { cat "$work/bad.out"; fail "negative seed: message"; }
 $mpirun 3 "$wit" verify "$work/n1" --key "$work/verifier.pem" >"$work/bad.out" 2>&1 && fail "3 processes for 4 micro-batches"
 grep -q "world size 3\|3 process" "$work/bad.out" || { cat "$work/bad.out"; fail "world size: message"; }
 "$wit" verify "$work/n1" --key "$work/verifier.pem" -c 0 >"$work/bad.out" 2>&1 && fail "zero challenges accepted"
 grep -q "at least 1" "$work/bad.out" || { cat "$work/bad.out"; fail "zero challenges: message"; }
-echo "bad input: missing checkpoint, unreadable log, unknown config key, a segment longer than the run, a world size that does not divide M, no challenges: refused"
+echo "bad input: missing checkpoint, unreadable log, edited committed config, unknown attribute, a segment that does not end at checkpoints, a negative seed, a world size that does not divide M, no challenges: refused"
 echo "verify: honest runs certified, every lie rejected"

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
 #include <set>
 
 #include "core/error.h"
@@ -154,7 +156,78 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// The 32 bytes every challenge is drawn from. The verifier's own randomness (the default) is
+// drawn on rank 0 from the operating system after the run was received, and shared.
+Digest challenge_key(const VerifyOptions& o, const LogReport& lr, dist::Communicator& comm) {
+  Digest key{};
+  switch (o.source) {
+    case ChallengeSource::VerifierRandom:
+      if (comm.is_root()) {
+        size_t got = 0;
+        while (got < key.size()) {
+          const ssize_t r = ::getrandom(key.data() + got, key.size() - got, 0);
+          if (r < 0 && errno != EINTR) fail("cannot read the OS random source: {}", std::strerror(errno));
+          if (r > 0) got += size_t(r);
+        }
+      }
+      comm.broadcast(key.data(), key.size(), 0);
+      return key;
+    case ChallengeSource::VerifierSeed:
+      return Sha256().update("wit-challenge-seed-v1").update_u64(o.seed).finish();
+    case ChallengeSource::FiatShamir: {
+      const Digest head = head_hash(*lr.signed_heads);
+      return Sha256().update("wit-challenge-fs-v1").update(head.data(), head.size()).finish();
+    }
+  }
+  fail("internal: unknown challenge source");
+}
+
+std::string challenge_source_text(const VerifyOptions& o, const LogReport& lr) {
+  switch (o.source) {
+    case ChallengeSource::VerifierRandom:
+      return "the verifier's random source (getrandom), drawn after the run was received";
+    case ChallengeSource::VerifierSeed:
+      return fmt::format("the verifier's seed {}", o.seed);
+    case ChallengeSource::FiatShamir:
+      return "Fiat-Shamir from the signed head " + to_hex(head_hash(*lr.signed_heads)).substr(0, 16);
+  }
+  return "?";
+}
+
+// Draw i: uniform in [0, n), by rejection from SHA-256(key ‖ i ‖ j), so no index is favoured.
+uint64_t draw_below(const Digest& key, uint64_t i, uint64_t n) {
+  const uint64_t limit = (~uint64_t(0) / n) * n;
+  for (uint64_t j = 0;; ++j) {
+    const uint64_t x = digest_prefix_u64(Sha256()
+                                             .update("wit-challenge-draw-v1")
+                                             .update(key.data(), key.size())
+                                             .update_u64(i)
+                                             .update_u64(j)
+                                             .finish());
+    if (x < limit) return x % n;
+  }
+}
+
 }  // namespace
+
+const char* challenge_kind_name(ChallengeSource s) {
+  switch (s) {
+    case ChallengeSource::VerifierRandom:
+      return "verifier-random";
+    case ChallengeSource::VerifierSeed:
+      return "verifier-seed";
+    case ChallengeSource::FiatShamir:
+      return "fiat-shamir";
+  }
+  return "?";
+}
+
+double fiat_shamir_bound(double f, int64_t c, int grinding_bits) {
+  // 1 - 2^g (1 - f)^c, computed in logarithms: 2^40 (1 - f)^c overflows nothing this way.
+  if (f >= 1) return 1.0;
+  const double log_escape = double(grinding_bits) * std::log(2.0) + double(c) * std::log1p(-f);
+  return log_escape >= 0 ? 0.0 : -std::expm1(log_escape);
+}
 
 const char* outcome_name(Outcome o) {
   switch (o) {
@@ -188,7 +261,13 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   const WitnessLog log = read_log(log_file);
   const LogReport lr = check_log(log, o.trusted_key);
   // Every fact the verifier uses comes from the committed config; nothing else in /meta is read.
-  if (!lr.config) fail("{}: {}", log_file.string(), lr.problems.front().text());
+  if (!lr.config) {
+    // Without a committed config there is nothing to replay: the log itself is the lie.
+    out.stages.push_back({"structure", false, lr.problems.front().text()});
+    out.reason = "structure: " + lr.problems.front().text();
+    progress(fmt::format("{:<11} FAILED: {}", "structure", lr.problems.front().text()));
+    return out;
+  }
   const auto cfg = parse_committed(log.meta.committed_yaml, log_file.string() + ":/meta");
   const RunConfig rc = *lr.config;
   dist::check_world_size(comm.size(), rc.train.micro_batches);
@@ -231,19 +310,30 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     out.stages.push_back(s);
   };
 
-  // The committed checkpoints, by steps completed.
-  std::vector<uint64_t> starts = {0};
+  // The committed checkpoints, by steps completed. Each file is bound to its row: its header's
+  // step, run (genesis) and size, and its content hash (the state hash covers every byte).
   std::map<uint64_t, Digest> states;
-  for (auto& c : t.checkpoints) {
-    states[c.fields.step] = c.fields.state_hash;
-    if (c.fields.step > starts.back() && c.fields.step < lr.valid_steps)
-      starts.push_back(c.fields.step);
-  }
+  for (auto& c : t.checkpoints) states[c.fields.step] = c.fields.state_hash;
   auto checkpoint_file = [&](uint64_t step) {
     const fs::path file = o.run / checkpoint_file_name(step);
     if (!fs::exists(file))
       mismatch(fmt::format("checkpoint {} (after step {}) is missing", file.string(), step));
-    const CheckpointInfo info = read_checkpoint_info(file);
+    CheckpointInfo info;
+    try {
+      info = read_checkpoint_info(file);
+    } catch (const Error& e) {
+      mismatch(e.what());
+    }
+    if (info.step != int64_t(step))
+      mismatch(fmt::format("checkpoint {} holds the state after step {}, the log says {}",
+                           file.string(), info.step, step));
+    if (info.genesis != log.genesis)
+      mismatch(fmt::format("checkpoint {} belongs to another run (genesis {}, the log's is {})",
+                           file.string(), to_hex(info.genesis).substr(0, 16),
+                           to_hex(log.genesis).substr(0, 16)));
+    if (uint64_t(info.num_params) != log.meta.num_params)
+      mismatch(fmt::format("checkpoint {} holds {} parameters, the run's model {}", file.string(),
+                           info.num_params, log.meta.num_params));
     if (info.state_hash != states.at(step))
       mismatch(fmt::format("checkpoint {} has state hash {}, the log committed {}", file.string(),
                            to_hex(info.state_hash).substr(0, 16),
@@ -265,10 +355,21 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
       mismatch(fmt::format("dataset {} lays its documents out differently from the run's",
                            data_dir.string()));
     dataset->verify_shard_hashes();
-    for (auto& [step, hash] : states) checkpoint_file(step);  // present, with the logged hash
+    // Every checkpoint, read whole: a corrupt one cannot hide in a stretch no challenge loads.
+    // The ranks share the hashing.
+    size_t i = 0;
+    for (auto& [step, hash] : states) {
+      const fs::path file = checkpoint_file(step);
+      if (i++ % size_t(comm.size()) != size_t(comm.rank())) continue;
+      try {
+        verify_checkpoint(file);
+      } catch (const Error& e) {
+        mismatch(e.what());
+      }
+    }
     return fmt::format(
-        "{} steps chained, {} signatures valid (key {}), {} checkpoints present, dataset {} and "
-        "its {} shards match",
+        "{} steps chained, {} signatures valid (key {}), {} checkpoints present and whole, "
+        "dataset {} and its {} shards match",
         lr.valid_steps, lr.signatures_valid, key_id(log.meta.public_key), states.size(),
         to_hex(log.meta.manifest_root).substr(0, 16), dataset->manifest().shards.size());
   });
@@ -307,20 +408,23 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         t.steps.size());
   });
 
-  // Segments [first, end): by default from the initialisation to the first checkpoint, then
-  // checkpoint to checkpoint; with --segment k, aligned blocks of k steps, each replayed from
-  // the checkpoint at or before its start. Either way they partition the steps, so a fraction f
-  // of bad steps makes at least a fraction f of the segments bad.
-  std::vector<std::pair<uint64_t, uint64_t>> segments;
+  // Segments [first, end): aligned blocks of K steps, K = --segment or train.checkpoint_every,
+  // the last one possibly shorter. Every block boundary is a checkpoint, so a replayed segment
+  // starts from a committed state and ends on one it must reproduce exactly: a step whose
+  // outputs differ from the log spoils its own segment.
+  const uint64_t n = lr.valid_steps;
+  const uint64_t every = uint64_t(rc.train.checkpoint_every);
+  uint64_t K = every > 0 ? every : n;
   if (o.segment > 0) {
-    if (uint64_t(o.segment) > lr.valid_steps)
-      fail("--segment {} is longer than the run ({} steps)", o.segment, lr.valid_steps);
-    for (uint64_t s = 0; s < lr.valid_steps; s += uint64_t(o.segment))
-      segments.push_back({s, std::min(s + uint64_t(o.segment), lr.valid_steps)});
-  } else {
-    for (size_t i = 0; i < starts.size(); ++i)
-      segments.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : lr.valid_steps});
+    K = uint64_t(o.segment);
+    if (every == 0 ? K < n : K % every != 0)
+      fail("--segment {}: segments must end at checkpoints, so K must be a multiple of "
+           "train.checkpoint_every = {}{}",
+           o.segment, every, every == 0 ? " (0: the run's only checkpoint is its last step)" : "");
   }
+  K = std::min(K, n);
+  std::vector<std::pair<uint64_t, uint64_t>> segments;
+  for (uint64_t s = 0; s < n; s += K) segments.push_back({s, std::min(s + K, n)});
   out.segments = segments.size();
   set_compute_threads(int(rc.train.threads));
   auto engine = make_engine(o.mode, rc.model, comm);
@@ -391,25 +495,23 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   };
 
   stage("challenges", [&] {
-    // Randomness the trainer could not know when it signed: the verifier's seed, or a hash of
-    // the signed head (Fiat–Shamir).
-    uint64_t seed = 0;
-    if (o.seed) {
-      seed = *o.seed;
-      out.challenge_source = fmt::format("verifier seed {}", seed);
-    } else {
-      const Digest head = t.signatures.back().head;
-      seed =
-          digest_prefix_u64(Sha256().update("wit-challenge-v1").update(head.data(), 32).finish());
-      out.challenge_source = "fiat-shamir from signed head " + to_hex(head).substr(0, 16);
+    // The first and the last segment always: the initialisation from the committed seed, and
+    // the state the published model is exported from. Then c draws, uniform with replacement,
+    // over the segments between them, all of exactly K steps: if a fraction f of all steps is
+    // bad and none is in the first or last segment, at least a fraction f of the middle
+    // segments is bad, and c draws miss them all with probability at most (1 - f)^c.
+    const Digest key = challenge_key(o, lr, comm);
+    out.challenge_source = challenge_source_text(o, lr);
+    std::set<uint64_t> replay = {0, segments.size() - 1};
+    out.always_replayed = {segments.front().first, segments.back().first};
+    const uint64_t middle = segments.size() > 2 ? segments.size() - 2 : 0;
+    out.draws = middle > 0 ? o.challenges : 0;
+    for (int64_t i = 0; i < out.draws; ++i) {
+      const uint64_t k = 1 + draw_below(key, uint64_t(i), middle);
+      out.drawn.push_back(segments[k].first);
+      replay.insert(k);
     }
-    // c independent uniform draws (with replacement, so that a fraction f of bad segments is
-    // missed with probability exactly (1 - f)^c); each drawn segment is replayed once.
-    std::mt19937_64 rng(seed);
-    std::set<uint64_t> drawn;
-    for (int64_t i = 0; i < o.challenges; ++i) drawn.insert(rng() % segments.size());
-    out.draws = o.challenges;
-    const std::vector<uint64_t> order(drawn.begin(), drawn.end());
+    const std::vector<uint64_t> order(replay.begin(), replay.end());
     std::map<uint64_t, const EvalRow*> evals;
     for (auto& e : t.evals)
       if (e.fields.split == "val" && e.fields.metric == "loss") evals[e.fields.step] = &e;
@@ -434,7 +536,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         }
         agree_with_root(comm, problem);
       } else {
-        const Digest h = engine->state_hash();  // collective; rank 0 has it
+        const Digest h = engine->state_hash(log.genesis);  // collective; rank 0 has it
         agree_with_root(
             comm,
             root && h != states.at(step)
@@ -471,11 +573,13 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         if (states.count(s + 1)) check_checkpoint(s + 1);
       }
     }
-    return fmt::format("{} of {} segments ({} steps) replayed {} on {} process(es) ({})",
-                       order.size(), segments.size(), out.cost.replayed_steps,
+    return fmt::format(
+        "{} of {} segments ({} steps) replayed {} on {} process(es): the first and the last, "
+        "and {} draw(s) from the {} between them ({})",
+        order.size(), segments.size(), out.cost.replayed_steps,
                        o.tolerance ? fmt::format("within tolerance {:.3g}", *o.tolerance)
                                    : std::string("bit for bit"),
-                       comm.size(), out.challenge_source);
+        comm.size(), out.draws, middle, out.challenge_source);
   });
   // A run that declares a nondeterministic setting and differs on replay only in the step's
   // outputs is an honest run that cannot be checked, not a proven lie: the checks that need no
@@ -500,7 +604,9 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
                                 {"wit.manifest_root", to_hex(log.meta.manifest_root)}});
     std::string problem;
     if (root) {
-      const bool same = read_text_file(mine) == read_text_file(published);
+      const std::string bytes = read_text_file(published);
+      out.model_sha256 = sha256(bytes);
+      const bool same = read_text_file(mine) == bytes;
       fs::remove(mine);
       if (!same)
         problem = fmt::format("{} is not the export of the checkpoint after step {}",
@@ -575,39 +681,68 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   json checks = json::array();
   for (auto& st : out.stages)
     checks.push_back({{"stage", st.name}, {"passed", st.passed}, {"detail", st.detail}});
-  json bounds = json::array();
   const int64_t c = out.draws;
   const bool everything = out.challenged.size() == out.segments;  // every step recomputed
-  for (double f : {0.01, 0.05, 0.1, 0.25})
-    bounds.push_back(
-        {{"f", f},
-         {"rejected_with_probability_at_least", everything ? 1.0 : detection_probability(f, c)}});
+  const bool fiat_shamir = o.source == ChallengeSource::FiatShamir;
+  json bounds = json::array();
+  for (double f : {0.01, 0.05, 0.1, 0.25}) {
+    json b = {{"f", f},
+              {"rejected_with_probability_at_least",
+               everything    ? 1.0
+               : fiat_shamir ? fiat_shamir_bound(f, c, o.grinding_bits)
+                             : detection_probability(f, c)}};
+    if (fiat_shamir && !everything) b["if_the_trainer_did_not_retry"] = detection_probability(f, c);
+    bounds.push_back(b);
+  }
   const std::string computed =
       o.tolerance ? "computed as logged (within the tolerance)" : "computed as logged";
+  std::string statement;
+  if (everything) {
+    statement = fmt::format("every segment was replayed: every step was {}", computed);
+  } else {
+    statement = fmt::format(
+        "the first and the last segment were replayed, and {} segments drawn uniformly from the "
+        "other {}: a run in which at least a fraction f of the steps were not {} is rejected "
+        "with probability >= 1 - (1 - f)^{}",
+        c, out.segments - 2, computed, c);
+    if (fiat_shamir)
+      statement += fmt::format(
+          ", but only against a trainer who did not retry: the challenges follow from the "
+          "signed head, which the trainer can vary and re-sign at will; against one who tries "
+          "up to 2^{} logs the bound is 1 - 2^{} (1 - f)^{}, and 0 (no guarantee) where that is "
+          "negative",
+          o.grinding_bits, o.grinding_bits, c);
+  }
+  const Heads& head = *lr.signed_heads;
+  json source = {{"kind", challenge_kind_name(o.source)}, {"detail", out.challenge_source}};
+  if (o.source == ChallengeSource::VerifierSeed) source["seed"] = o.seed;
+  if (fiat_shamir) source["grinding_budget_bits"] = o.grinding_bits;
   out.certificate = {
-      {"format", "wit-certificate-v1"},
+      {"format", kCertificateFormat},
       {"run", fs::absolute(o.run).filename().string()},
       {"genesis", to_hex(log.genesis)},
-      {"head", t.steps.empty() ? to_hex(log.genesis) : to_hex(t.steps.back().hash)},
+      {"signed_head",
+       {{"hash", to_hex(head_hash(head))},
+        {"steps", head.steps},
+        {"fingerprints", head.probes},
+        {"checkpoints", head.checkpoints},
+        {"evals", head.evals}}},
       {"manifest_root", to_hex(log.meta.manifest_root)},
       {"data_layout", to_hex(log.meta.data_layout)},
       {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
+      {"model_sha256", to_hex(out.model_sha256)},
+      {"final_state_hash", to_hex(states.at(lr.valid_steps))},
       {"steps", out.steps},
       {"segments", out.segments},
-      {"segment_steps", o.segment > 0 ? json(o.segment) : json("checkpoint to checkpoint")},
+      {"segment_steps", K},
+      {"always_replayed_segments", out.always_replayed},
+      {"drawn_segments", out.drawn},
       {"challenged_segments", out.challenged},
-      {"challenge_source", out.challenge_source},
+      {"challenge_source", source},
       {"replayed_on", fmt::format("{} process(es), layout {}", comm.size(), o.mode)},
       {"checks", checks},
       {"result", outcome_name(out.outcome)},
-      {"guarantee",
-       {{"challenges", c},
-        {"statement",
-         everything ? fmt::format("every segment was replayed: every step was {}", computed)
-                    : fmt::format("a run in which at least a fraction f of the steps were not "
-                                  "{} is rejected with probability >= 1 - (1 - f)^{}",
-                                  computed, c)},
-        {"bounds", bounds}}},
+      {"guarantee", {{"challenges", c}, {"statement", statement}, {"bounds", bounds}}},
       {"verified_at", utc_now()},
   };
   if (o.tolerance)
@@ -624,30 +759,83 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
 json sign_certificate(json certificate, const SigningKey& key) {
   certificate.erase("signature");
   certificate["verifier_key"] = to_hex(key.public_key().data(), 32);
-  const Signature s = key.sign("wit-certificate-v1" + certificate.dump());
+  const Signature s = key.sign(std::string(kCertificateFormat) + certificate.dump());
   certificate["signature"] = to_hex(s.data(), s.size());
   return certificate;
 }
 
-std::string check_certificate(const json& c) {
+namespace {
+
+Digest hex_field(const json& c, const char* name) {
+  if (!c.contains(name) || !c[name].is_string())
+    throw std::runtime_error(fmt::format("field '{}' is missing", name));
+  return digest_from_hex(c[name].get<std::string>(), name);
+}
+
+}  // namespace
+
+std::string check_certificate(const json& c, const PublicKey& verifier) {
   try {
-    if (!c.is_object() || c.value("format", "") != "wit-certificate-v1")
-      return "not a wit-certificate-v1 certificate";
-    if (!c.contains("signature") || !c.contains("verifier_key"))
+    if (!c.is_object() || !c.contains("format") || !c["format"].is_string() ||
+        c["format"].get<std::string>() != kCertificateFormat)
+      return fmt::format("not a {} certificate", kCertificateFormat);
+    if (!c.contains("signature") || !c.contains("verifier_key") || !c["signature"].is_string() ||
+        !c["verifier_key"].is_string())
       return "the certificate is not signed";
+    const PublicKey key = load_public_key(c["verifier_key"].get<std::string>());
+    if (key != verifier)
+      return fmt::format("signed by verifier key {}, not by the key required ({})", key_id(key),
+                         key_id(verifier));
     json body = c;
     body.erase("signature");
-    const PublicKey key = load_public_key(c["verifier_key"].get<std::string>());
     const std::string sig_hex = c["signature"].get<std::string>();
-    if (sig_hex.size() != 128) return "the signature is not 64 bytes of hex";
+    if (sig_hex.size() != 128 || sig_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return "the signature is not 64 bytes of hex";
     Signature sig{};
     for (size_t i = 0; i < 64; ++i)
       sig[i] = uint8_t(std::stoul(sig_hex.substr(2 * i, 2), nullptr, 16));
-    if (!verify_signature(key, "wit-certificate-v1" + body.dump(), sig))
+    if (!verify_signature(key, std::string(kCertificateFormat) + body.dump(), sig))
       return "the signature does not match the certificate's contents (a field was changed)";
     return "";
   } catch (const std::exception& e) {
     return std::string("malformed certificate: ") + e.what();
+  }
+}
+
+std::string check_certificate_against_run(const json& c, const fs::path& run) {
+  try {
+    const fs::path log_file = run / kLogFileName;
+    if (!fs::exists(log_file)) return fmt::format("{} has no {}", run.string(), kLogFileName);
+    const WitnessLog log = read_log(log_file);
+    const LogReport lr = check_log(log);
+    if (!lr.ok()) return fmt::format("the run's log does not verify: {}", lr.problems.front().text());
+    if (!lr.complete || !lr.signed_heads) return "the run's log is not complete and signed";
+    auto differs = [&](const char* field, const std::string& run_value) -> std::string {
+      if (!c.contains(field) || !c[field].is_string() || c[field].get<std::string>() != run_value)
+        return fmt::format("field {} is not the run's ({}): the certificate is for another run "
+                           "or another state of it",
+                           field, run_value.substr(0, 16));
+      return "";
+    };
+    for (auto [field, value] : std::initializer_list<std::pair<const char*, std::string>>{
+             {"genesis", to_hex(log.genesis)},
+             {"manifest_root", to_hex(log.meta.manifest_root)},
+             {"data_layout", to_hex(log.meta.data_layout)},
+             {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
+             {"final_state_hash", to_hex(log.tables.checkpoints.back().fields.state_hash)}})
+      if (auto d = differs(field, value); !d.empty()) return d;
+    const json& head = c.at("signed_head");
+    if (!head.is_object() || !head.contains("hash") || !head["hash"].is_string() ||
+        head["hash"].get<std::string>() != to_hex(head_hash(*lr.signed_heads)))
+      return "field signed_head is not the run's last signed head: the log changed since";
+    const fs::path model = run / "model.safetensors";
+    if (!fs::exists(model)) return fmt::format("{} is missing", model.string());
+    if (hex_field(c, "model_sha256") != sha256(read_text_file(model)))
+      return fmt::format("{} is not the model the certificate names (model_sha256)",
+                         model.string());
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("cannot check the certificate against the run: ") + e.what();
   }
 }
 

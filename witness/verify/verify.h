@@ -1,20 +1,21 @@
 // `wit verify`: certify a run without trusting whoever trained it. In order, reporting each:
-//   1. structure: the log's chains and signatures, its genesis against the config, the dataset
-//      (manifest root, layout, shard hashes);
+//   1. structure: the log's chains, signatures and schedules, its committed config, the dataset
+//      (manifest root, layout, shard hashes), every checkpoint file whole and bound to its row;
 //   2. data audit: every step's batch hash and RNG commitment recomputed from the dataset and
 //      the committed schedule (hashing only);
-//   3. challenges: c segments (the stretches between consecutive checkpoints, the first from
-//      the initialisation) drawn with randomness the trainer could not know when it signed
-//      (the verifier's seed, or Fiat–Shamir from the signed head); each is replayed with the
-//      trainer's own step function from its starting state (whose hash must match the log), and
+//   3. challenges: the run is cut into aligned segments that start and end at checkpoints; the
+//      first and the last are always replayed, and c more are drawn uniformly from the others
+//      with randomness the trainer cannot steer (the verifier's own, by default); each is
+//      replayed with the trainer's own step function from its committed starting state, and
 //      every recorded field, fingerprint, eval and the closing checkpoint's state hash must be
 //      equal, bit for bit;
 //   4. final model: model.safetensors is exactly the export of the last checkpoint;
 //   5. evaluation: the final val loss recomputed; every held-out document excluded.
 // A run whose config declares a setting that does not fix its bits (dist.reduction = arrival)
 // is reported "not reproducible": neither certified nor, when only its numbers differ, fraud.
-// If a fraction f of the steps was not computed as logged, at least a fraction f of segments
-// holds such a step, so c challenges reject with probability >= 1 - (1 - f)^c.
+// If a fraction f of the steps was not computed as logged, either one is in the first or last
+// segment (caught for certain) or at least a fraction f of the middle segments holds one, so c
+// draws reject with probability >= 1 - (1 - f)^c. docs/verify.md states the threat model.
 #pragma once
 
 #include <cstdint>
@@ -25,18 +26,29 @@
 #include <string>
 #include <vector>
 
+#include "core/sha256.h"
 #include "trainer/dist/communicator.h"
 #include "witness/log/signing.h"
 
 namespace wit::witness {
 
+// Where the challenges' randomness comes from.
+enum class ChallengeSource {
+  VerifierRandom,  // the OS random source, read after the run was received (the default)
+  VerifierSeed,    // a seed the verifier chose (reproducible audits)
+  FiatShamir,      // SHA-256 of the signed head: anyone recomputes it, and so can the trainer
+};
+const char* challenge_kind_name(ChallengeSource s);
+
 struct VerifyOptions {
   std::filesystem::path run;
   std::filesystem::path data;  // the run's dataset; default: its config's data.dir
-  int64_t challenges = 4;      // segments to replay (all of them if the run has fewer)
-  // Segment length in steps; 0: the stretches between checkpoints.
+  int64_t challenges = 4;      // segments drawn besides the first and the last
+  // Segment length in steps, a multiple of train.checkpoint_every; 0: train.checkpoint_every.
   int64_t segment = 0;
-  std::optional<uint64_t> seed;          // the verifier's randomness; default: Fiat–Shamir
+  ChallengeSource source = ChallengeSource::VerifierRandom;
+  uint64_t seed = 0;       // with VerifierSeed
+  int grinding_bits = 40;  // with FiatShamir: the trainer is assumed to try up to 2^bits logs
   std::optional<PublicKey> trusted_key;  // the trainer's key, when the verifier knows it
   // Replay on other hardware: numeric fields compared within this relative distance, weights
   // at checkpoints by relative L2 distance. Never certifies.
@@ -82,10 +94,13 @@ struct VerifyReport {
   Outcome outcome = Outcome::Rejected;
   bool certified = false;
   std::string reason;                // why the outcome is not "certified"
-  std::vector<uint64_t> challenged;  // distinct segments replayed (their first steps)
-  int64_t draws = 0;                 // challenges drawn (with replacement)
+  std::vector<uint64_t> challenged;       // distinct segments replayed (their first steps)
+  std::vector<uint64_t> always_replayed;  // the first and the last segment
+  std::vector<uint64_t> drawn;            // each draw's segment, in draw order
+  int64_t draws = 0;                      // challenges drawn (with replacement)
   uint64_t segments = 0, steps = 0;
-  std::string challenge_source;  // "seed N" or "fiat-shamir from head …"
+  std::string challenge_source;  // where the draws' randomness came from, for people
+  Digest model_sha256{};         // of the published model.safetensors
   int world = 1;                 // processes that replayed
   VerifyCost cost;
   Distances distances;
@@ -101,12 +116,21 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm, const 
 
 // The probability that c challenges catch a run with a fraction f of unfaithful steps.
 double detection_probability(double f, int64_t c);
+// The same for Fiat–Shamir challenges against a trainer who tries up to 2^bits logs and keeps
+// one that escapes: 1 - 2^bits (1 - f)^c, or 0 where that is negative (no guarantee).
+double fiat_shamir_bound(double f, int64_t c, int grinding_bits);
 // The fewest challenges that catch a fraction f with probability >= p.
 int64_t challenges_for(double f, double p);
 
-// Certificates: the report as JSON, signed by the verifier ("wit-certificate-v1").
+// Certificates: the report as JSON, signed by the verifier.
+constexpr const char* kCertificateFormat = "wit-certificate-v2";
 nlohmann::json sign_certificate(nlohmann::json certificate, const SigningKey& key);
-// Checks the signature over every field; returns "" when valid, else what is wrong.
-std::string check_certificate(const nlohmann::json& certificate);
+// Checks that `verifier` signed every field; returns "" when valid, else what is wrong. A
+// certificate signed by any other key proves nothing to whoever trusts `verifier`.
+std::string check_certificate(const nlohmann::json& certificate, const PublicKey& verifier);
+// Checks that a certificate describes the run in `run` as it is now: its genesis, signed head,
+// dataset, trainer key, final state and published model. "" when it does.
+std::string check_certificate_against_run(const nlohmann::json& certificate,
+                                          const std::filesystem::path& run);
 
 }  // namespace wit::witness

@@ -28,6 +28,7 @@
 #include "core/merkle.h"
 #include "trainer/data/manifest.h"
 #include "trainer/data/split.h"
+#include "trainer/run_config.h"
 #include "witness/query/query.h"
 
 namespace {
@@ -117,21 +118,30 @@ Synthetic make_synthetic(const Options& o, std::mt19937_64& rng) {
   m.shards.push_back({"val_000000.bin", wit::data::kSplitVal, val_at, random_digest(rng)});
 
   auto t0 = Clock::now();
-  m.root = wit::data::manifest_root(m.documents);  // real, so the proofs check against it
+  m.root = wit::data::manifest_root(m);  // real, so the proofs check against it
   s.root_s = secs_since(t0);
   t0 = Clock::now();
-  s.run.data_layout = wit::data::layout_digest(m);
+  wit::witness::RunMeta meta;
+  meta.data_layout = wit::data::layout_digest(m);
   s.layout_s = secs_since(t0);
-  s.run.manifest_root = m.root;
-  s.run.data_seed = 42;
-  s.run.seq_len = kSeqLen;
-  s.run.micro_batches = kMicroBatches;
-  s.run.micro_batch_size = kMicroBatchSize;
+  meta.manifest_root = m.root;
   const uint64_t per_step = kMicroBatches * kMicroBatchSize;
-  s.run.steps = (kEpochs * o.samples + per_step - 1) / per_step;
-  // proof() quotes the record hash of every step a document was trained in: all of them.
-  s.run.record_hashes.reserve(s.run.steps);
-  for (uint64_t i = 0; i < s.run.steps; ++i) s.run.record_hashes.push_back(random_digest(rng));
+  const uint64_t steps = (kEpochs * o.samples + per_step - 1) / per_step;
+  meta.committed_yaml = wit::committed_yaml(wit::config::Config::parse(
+      "", "benchmark", wit::run_schema(),
+      {"data.seed=42", fmt::format("data.seq_len={}", kSeqLen),
+       fmt::format("model.context={}", kSeqLen), fmt::format("train.micro_batches={}", kMicroBatches),
+       fmt::format("train.micro_batch_size={}", kMicroBatchSize),
+       fmt::format("train.steps={}", steps)}));
+  meta.num_params = 124'439'808;
+  const auto key = wit::witness::SigningKey::generate();
+  meta.public_key = key.public_key();
+  wit::witness::Heads head;
+  head.genesis = meta.genesis();
+  head.steps = steps;
+  head.step_head = head.probe_head = head.checkpoint_head = head.eval_head = random_digest(rng);
+  s.run = wit::witness::RunFacts::from_signed_head(
+      meta, head, key.sign(wit::witness::signed_message(wit::witness::head_hash(head))));
   return s;
 }
 
@@ -260,9 +270,11 @@ int main(int argc, char** argv) {
 
     // Proofs. DataIndex serves audit paths from a wit::MerkleTree kept in memory (built on the
     // first proof); beside it, a path rebuilt from the leaves each time (merkle_inclusion_proof).
-    std::vector<Digest> leaves;
-    for (auto& d : docs) leaves.push_back(d.sha256);
-    std::sort(leaves.begin(), leaves.end());
+    const wit::data::DocumentTree doc_tree = wit::data::document_tree(syn.manifest);
+    const std::vector<Digest>& leaves = doc_tree.leaves;
+    std::vector<Digest> sorted_hashes;
+    for (auto& r : doc_tree.records) sorted_hashes.push_back(r.sha256);
+    const wit::witness::TrustedRun trusted{root, syn.run.meta.genesis(), std::nullopt};
     t0 = Clock::now();
     const wit::MerkleTree tree(leaves);
     const double tree_s = secs_since(t0);
@@ -278,7 +290,7 @@ int main(int argc, char** argv) {
     auto prove = [&](const Digest& h, double* bytes) {
       const Answer a = ask(h);
       const auto p = index.proof(a);
-      const auto c = wit::witness::check_proof(p, root);
+      const auto c = wit::witness::check_proof(p, trusted);
       if (!c.ok) throw std::runtime_error("a proof does not check: " + c.reason);
       if (bytes) *bytes = double(p.dump().size());  // what a proof file holds, timed with it
     };
@@ -290,12 +302,13 @@ int main(int argc, char** argv) {
         const auto p = index.proof(a);
         pr.push_back(secs_since(t));
         t = Clock::now();
-        const auto c = wit::witness::check_proof(p, root);
+        const auto c = wit::witness::check_proof(p, trusted);
         ch.push_back(secs_since(t));
         if (!c.ok) throw std::runtime_error("a proof does not check: " + c.reason);
         // The leaves proof() proves: the document's, or the two around an absent one.
         const size_t at =
-            size_t(std::lower_bound(leaves.begin(), leaves.end(), h) - leaves.begin());
+            size_t(std::lower_bound(sorted_hashes.begin(), sorted_hashes.end(), h) -
+                   sorted_hashes.begin());
         std::vector<size_t> proven{at};
         if (a.verdict == Verdict::NotInDataset) proven = {at - 1, at};
         t = Clock::now();

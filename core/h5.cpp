@@ -143,19 +143,12 @@ void check_class(hid_t type_id, Element wanted, const std::string& where) {
          element_name(wanted));
 }
 
-Handle variable_string_type(H5T_cset_t cset, const std::string& where) {
-  Handle t(check_id(H5Tcopy(H5T_C_S1), "create a string type for", where));
-  check(H5Tset_size(t.id(), H5T_VARIABLE), "create a string type for", where);
-  check(H5Tset_cset(t.id(), cset), "create a string type for", where);
+Handle fixed_string_type(size_t width, const std::string& where) {
+  Handle t(check_id(H5Tcopy(H5T_C_S1), "copy the string type for", where));
+  check(H5Tset_size(t.id(), std::max<size_t>(width, 1)), "set the string size of", where);
+  check(H5Tset_strpad(t.id(), H5T_STR_NULLPAD), "set the string padding of", where);
+  check(H5Tset_cset(t.id(), H5T_CSET_UTF8), "set the character set of", where);
   return t;
-}
-
-void reclaim_strings(hid_t type, hid_t space, void* buffer) {
-#if H5_VERSION_GE(1, 12, 0)
-  H5Treclaim(type, space, H5P_DEFAULT, buffer);
-#else
-  H5Dvlen_reclaim(type, space, H5P_DEFAULT, buffer);
-#endif
 }
 
 // Turns a fixed-length HDF5 string (padded with NULs or spaces) into its text.
@@ -169,7 +162,7 @@ std::string unpad(const char* data, size_t size, H5T_str_t pad) {
 
 // Reads n strings of file type `ftype` from a dataset or attribute through `read(memtype, buf)`.
 template <typename ReadFn>
-std::vector<std::string> read_string_values(hid_t ftype, hid_t space, size_t n,
+std::vector<std::string> read_string_values(hid_t ftype, size_t n, const std::string& file,
                                             const std::string& where, ReadFn read) {
   if (H5Tget_class(ftype) != H5T_STRING) fail("HDF5: {} does not hold strings", where);
   std::vector<std::string> out;
@@ -178,14 +171,19 @@ std::vector<std::string> read_string_values(hid_t ftype, hid_t space, size_t n,
   htri_t variable = H5Tis_variable_str(ftype);
   if (variable < 0) fail_h5("inspect the string type of", where);
   if (variable) {
-    Handle mtype = variable_string_type(H5Tget_cset(ftype), where);
-    std::vector<char*> ptrs(n, nullptr);
-    check(read(mtype.id(), ptrs.data()), "read strings from", where);
-    for (char* p : ptrs) out.emplace_back(p ? p : "");
-    reclaim_strings(mtype.id(), space, ptrs.data());
+    // Variable-length strings live in a heap HDF5 does not checksum: a damaged one can crash
+    // the library. wit writes only fixed-length strings and reads nothing else.
+    fail("HDF5: {} holds variable-length strings; wit writes and reads fixed-length ones only "
+         "(a damaged file, or one not written by wit)",
+         where);
   } else {
     size_t size = H5Tget_size(ftype);
     if (size == 0) fail_h5("get the string size of", where);
+    std::error_code ec;
+    const uint64_t file_bytes = fs::file_size(file, ec);
+    if (!ec && n > std::max<uint64_t>(file_bytes, 1 << 20) / size)
+      fail("HDF5: {} claims {} strings of {} bytes, more than its file can hold (damaged file)",
+           where, n, size);
     Handle mtype(check_id(H5Tcopy(ftype), "copy the string type of", where));
     std::vector<char> buffer(n * size);
     check(read(mtype.id(), buffer.data()), "read strings from", where);
@@ -266,12 +264,13 @@ Handle open_attr(hid_t obj, const std::string& name, const std::string& where) {
 void Object::set_string_attr(const std::string& name, const std::string& value) {
   std::string w = where();
   delete_attr_if_present(id(), name, w);
-  Handle type = variable_string_type(H5T_CSET_UTF8, w);
+  Handle type = fixed_string_type(value.size(), w);
   Handle space(check_id(H5Screate(H5S_SCALAR), "create a dataspace for", w));
   Handle attr(H5Acreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT));
   if (!attr.valid()) fail_h5(fmt::format("create attribute '{}' on", name), w);
-  const char* ptr = value.c_str();
-  if (H5Awrite(attr.id(), type.id(), &ptr) < 0)
+  std::string stored = value;
+  stored.resize(std::max<size_t>(value.size(), 1), '\0');
+  if (H5Awrite(attr.id(), type.id(), stored.data()) < 0)
     fail_h5(fmt::format("write attribute '{}' on", name), w);
 }
 
@@ -334,7 +333,7 @@ std::string Object::string_attr(const std::string& name) const {
   Handle space(check_id(H5Aget_space(attr.id()), "get the dataspace of", what));
   hssize_t n = H5Sget_simple_extent_npoints(space.id());
   if (n != 1) fail("HDF5: {} holds {} values, expected one string", what, n);
-  auto values = read_string_values(ftype.id(), space.id(), 1, what, [&](hid_t mtype, void* buf) {
+  auto values = read_string_values(ftype.id(), 1, file_, what, [&](hid_t mtype, void* buf) {
     return H5Aread(attr.id(), mtype, buf);
   });
   return values[0];
@@ -433,7 +432,7 @@ std::vector<std::string> Dataset::read_strings() const {
   check_read_size(n, sizeof(char*));
   Handle ftype(check_id(H5Dget_type(id()), "get the type of", where()));
   Handle space(check_id(H5Dget_space(id()), "get the dataspace of", where()));
-  return read_string_values(ftype.id(), space.id(), n, where(), [&](hid_t mtype, void* buf) {
+  return read_string_values(ftype.id(), n, file_, where(), [&](hid_t mtype, void* buf) {
     return H5Dread(id(), mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
   });
 }
@@ -686,7 +685,9 @@ std::vector<Digest> Group::read_digests(const std::string& name) const {
 
 Dataset Group::write_strings(const std::string& name, const std::vector<std::string>& strings) {
   std::string w = file_ + ":" + child_path(name);
-  Handle type = variable_string_type(H5T_CSET_UTF8, w);
+  size_t width = 1;
+  for (auto& s : strings) width = std::max(width, s.size());
+  Handle type = fixed_string_type(width, w);
   hsize_t dims[1] = {strings.size()};
   Handle space(check_id(H5Screate_simple(1, dims, nullptr), "create a dataspace for", w));
   Handle lcpl = intermediate_groups_lcpl(w);
@@ -694,11 +695,10 @@ Dataset Group::write_strings(const std::string& name, const std::vector<std::str
   Handle d(
       H5Dcreate2(id(), name.c_str(), type.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT));
   if (!d.valid()) fail_h5("create dataset", w);
-  std::vector<const char*> ptrs;
-  ptrs.reserve(strings.size());
-  for (auto& s : strings) ptrs.push_back(s.c_str());
-  if (!ptrs.empty())
-    check(H5Dwrite(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "write", w);
+  std::string buffer(strings.size() * width, '\0');
+  for (size_t i = 0; i < strings.size(); ++i) buffer.replace(i * width, strings[i].size(), strings[i]);
+  if (!strings.empty())
+    check(H5Dwrite(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "write", w);
   return Dataset(std::move(d), file_, child_path(name));
 }
 
@@ -754,7 +754,13 @@ File::File(Handle h, const fs::path& path)
 
 File File::create(const fs::path& path) {
   silence_hdf5();
-  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  // The latest format checksums every piece of metadata: a damaged file fails to read rather
+  // than being misread.
+  Handle fapl(
+      check_id(H5Pcreate(H5P_FILE_ACCESS), "create file access properties for", path.string()));
+  check(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST),
+        "select the latest file format for", path.string());
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id());
   if (f < 0) fail_h5("create file", path.string());
   return File(Handle(f), path);
 }

@@ -192,8 +192,8 @@ void add_query(CLI::App& app) {
       "dataset and data order: included (at which steps, micro-batches and rows), held out, in "
       "the dataset but not reached before the run's end, or not in the dataset. Documents are "
       "matched by the SHA-256 of their canonical bytes (\\r\\n read as \\n), as `wit prepare` "
-      "hashed them. --proof writes proofs that `wit query --check-proof` verifies alone, with "
-      "nothing but the manifest root.");
+      "hashed them. --proof writes proofs that `wit query --check-proof` verifies alone, given "
+      "the run's manifest root and genesis (or a verifier's certificate).");
   sub->add_option("run", o->run, "Run directory");
   sub->add_option("--doc", o->docs, "A file holding one document (repeatable)")->type_name("FILE");
   sub->add_option("--doc-id", o->doc_ids, "A document id of the run's manifest (repeatable)")
@@ -203,15 +203,24 @@ void add_query(CLI::App& app) {
   sub->add_option("--split", o->split,
                   "val: the contamination report, every held-out document proven excluded "
                   "(exit 1 if any was trained on)");
-  sub->add_option("--data", o->data, "The run's dataset (default: data.dir of its config)")
+  sub->add_option("--data", o->data,
+                  "The run's dataset (default: where the log says the trainer had it)")
       ->type_name("DIR");
   sub->add_option("--proof", o->proof, "Write the answers' proofs to this JSON file")
       ->type_name("OUT.json");
   sub->add_flag("--json", o->json, "One JSON object per answer, for programs");
   sub->add_option("--check-proof", o->check_proof,
-                  "Verify a proof file (no run or dataset needed); needs --root")
+                  "Verify a proof file (no run or dataset needed) against a run you trust: "
+                  "--root and --genesis, or --certificate with --verifier-key")
       ->type_name("FILE");
   sub->add_option("--root", o->root, "Manifest root (64 hex digits) the proof must be for");
+  sub->add_option("--genesis", o->genesis, "Run genesis (64 hex digits) the proof must be for");
+  sub->add_option("--certificate", o->certificate,
+                  "A verifier's certificate naming the run (root, genesis, signed head)")
+      ->type_name("FILE");
+  sub->add_option("--verifier-key", o->verifier_key,
+                  "With --certificate: the verifier's public key that must have signed it")
+      ->type_name("KEY");
   actions()[sub] = [o] { return query(*o); };
 }
 

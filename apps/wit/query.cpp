@@ -10,6 +10,7 @@
 #include "trainer/data/split.h"
 #include "trainer/run_config.h"
 #include "witness/query/query.h"
+#include "witness/verify/verify.h"
 
 namespace wit::cli {
 
@@ -18,9 +19,37 @@ using nlohmann::json;
 
 namespace {
 
+// What the checker trusts: a root and genesis it was given, or those a verifier certified.
+witness::TrustedRun trusted_run(const QueryOptions& o) {
+  witness::TrustedRun t;
+  if (!o.certificate.empty()) {
+    if (!o.root.empty() || !o.genesis.empty())
+      fail("--check-proof: give --certificate or --root and --genesis, not both");
+    if (o.verifier_key.empty())
+      fail("--certificate needs --verifier-key KEY: a certificate counts only when a verifier "
+           "you trust signed it");
+    const auto c = json::parse(read_text_file(o.certificate), nullptr, false);
+    if (c.is_discarded()) fail("{} is not JSON: not a certificate", o.certificate.string());
+    const std::string problem =
+        witness::check_certificate(c, witness::load_public_key(o.verifier_key));
+    if (!problem.empty()) fail("certificate {}: {}", o.certificate.string(), problem);
+    t.manifest_root = digest_from_hex(c.at("manifest_root").get<std::string>(), "manifest_root");
+    t.genesis = digest_from_hex(c.at("genesis").get<std::string>(), "genesis");
+    t.signed_head =
+        digest_from_hex(c.at("signed_head").at("hash").get<std::string>(), "signed_head");
+    return t;
+  }
+  if (o.root.empty() || o.genesis.empty())
+    fail(
+        "--check-proof needs the run it is about: --root HEX and --genesis HEX (from the run's "
+        "announcement or `wit inspect RUN`), or --certificate FILE --verifier-key KEY");
+  t.manifest_root = digest_from_hex(o.root, "--root");
+  t.genesis = digest_from_hex(o.genesis, "--genesis");
+  return t;
+}
+
 int check_proof_file(const QueryOptions& o) {
-  if (o.root.empty()) fail("--check-proof needs --root HEX: the manifest root the proof is for");
-  const Digest root = digest_from_hex(o.root, "--root");
+  const witness::TrustedRun trusted = trusted_run(o);
   const std::string text = read_text_file(o.check_proof);
   const json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded()) fail("{} is not JSON: not a query proof", o.check_proof.string());
@@ -28,7 +57,7 @@ int check_proof_file(const QueryOptions& o) {
   if (proofs.empty()) fail("{} holds no proofs", o.check_proof.string());
   int failed = 0;
   for (size_t i = 0; i < proofs.size(); ++i) {
-    const witness::ProofCheck c = witness::check_proof(proofs[i], root);
+    const witness::ProofCheck c = witness::check_proof(proofs[i], trusted);
     const std::string doc = proofs[i].is_object() && proofs[i].contains("document_sha256") &&
                                     proofs[i]["document_sha256"].is_string()
                                 ? proofs[i]["document_sha256"].get<std::string>().substr(0, 16)
@@ -40,8 +69,8 @@ int check_proof_file(const QueryOptions& o) {
     failed += !c.ok;
   }
   if (proofs.size() > 1)
-    fmt::print("{} of {} proofs valid for root {}\n", proofs.size() - size_t(failed), proofs.size(),
-               to_hex(root));
+    fmt::print("{} of {} proofs valid for run {}\n", proofs.size() - size_t(failed), proofs.size(),
+               to_hex(trusted.genesis).substr(0, 16));
   return failed ? 1 : 0;
 }
 
@@ -104,7 +133,8 @@ json answer_json(const witness::Answer& a) {
 
 int query(const QueryOptions& o) {
   if (!o.check_proof.empty()) return check_proof_file(o);
-  if (o.run.empty()) fail("wit query needs a run directory (or --check-proof FILE --root HEX)");
+  if (o.run.empty())
+    fail("wit query needs a run directory (or --check-proof FILE with the run it is about)");
   if (o.docs.empty() && o.doc_ids.empty() && o.jsonl.empty() && o.split.empty())
     fail("nothing to ask: give --doc FILE, --doc-id ID, --jsonl FILE or --split val");
   if (!o.split.empty() && o.split != "val")

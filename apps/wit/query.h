@@ -18,8 +18,10 @@ struct QueryOptions {
   std::filesystem::path data;   // the run's dataset; default: its config's data.dir
   std::filesystem::path proof;  // write proofs here
   bool json = false;
-  std::filesystem::path check_proof;  // verify this proof file instead
-  std::string root;                   // ... against this manifest root
+  std::filesystem::path check_proof;  // verify this proof file instead, against either
+  std::string root, genesis;          // ... this manifest root and run genesis, or
+  std::filesystem::path certificate;  // ... the run a certificate names,
+  std::string verifier_key;           //     signed by this verifier
 };
 
 int query(const QueryOptions& o);

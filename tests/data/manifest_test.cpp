@@ -203,7 +203,7 @@ Manifest sample_manifest() {
   m.documents = {{0, 0, 0, 0, 4, sha256("doc0")},
                  {1, 1, 1, 0, 5, sha256("doc1")},
                  {2, 0, 0, 4, 8, sha256("doc2")}};
-  m.root = manifest_root(m.documents);
+  m.root = manifest_root(m);
   return m;
 }
 
@@ -221,7 +221,7 @@ TEST(Manifest, round_trips_every_field) {
   write_manifest(dir / "manifest.h5", m);
   EXPECT_FALSE(fs::exists(dir / ("manifest.h5.tmp-" + std::to_string(::getpid()))));
   Manifest r = read_manifest(dir / "manifest.h5");
-  EXPECT_EQ(r.format_version, 1);
+  EXPECT_EQ(r.format_version, 2);
   EXPECT_EQ(r.tokenizer, "byte");
   EXPECT_EQ(r.vocab_size, 257);
   EXPECT_EQ(r.eot_token, 256);
@@ -254,7 +254,7 @@ TEST(Manifest, file_has_the_documented_layout) {
   write_manifest(dir / "manifest.h5", m);
   h5::File f = h5::File::open_read(dir / "manifest.h5");
   EXPECT_EQ(f.string_attr("root"), to_hex(m.root));
-  EXPECT_EQ(f.int_attr("format_version"), 1);
+  EXPECT_EQ(f.int_attr("format_version"), 2);
   EXPECT_EQ(f.read_strings("shards/file"),
             (std::vector<std::string>{"train_000000.bin", "val_000000.bin"}));
   EXPECT_EQ(f.read<uint64_t>("shards/tokens"), (std::vector<uint64_t>{12, 5}));
@@ -265,15 +265,27 @@ TEST(Manifest, file_has_the_documented_layout) {
   EXPECT_EQ(f.open_dataset("documents/sha256").shape(), (std::vector<uint64_t>{3, 32}));
 }
 
-TEST(Manifest, root_is_over_sorted_document_hashes) {
+TEST(Manifest, root_commits_to_each_documents_hash_split_and_place) {
   Manifest m = sample_manifest();
-  std::vector<Digest> sorted = {m.documents[0].sha256, m.documents[1].sha256,
-                                m.documents[2].sha256};
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(m.root, merkle_root(sorted));
-  std::vector<DocumentEntry> reversed(m.documents.rbegin(), m.documents.rend());
-  EXPECT_EQ(manifest_root(reversed), m.root);
-  EXPECT_EQ(manifest_root({}), sha256(""));
+  // Records sorted by content hash; places in each split's stream (train: 0 and 4, val: 0).
+  std::vector<DocumentRecord> records = {{m.documents[0].sha256, 0, 0, 4},
+                                         {m.documents[1].sha256, 1, 0, 5},
+                                         {m.documents[2].sha256, 0, 4, 8}};
+  std::sort(records.begin(), records.end(), record_before);
+  std::vector<Digest> leaves;
+  for (auto& r : records) leaves.push_back(record_digest(r));
+  EXPECT_EQ(m.root, manifest_root_from(merkle_root(leaves), 3, 12, 5));
+  Manifest reversed = m;
+  std::reverse(reversed.documents.begin(), reversed.documents.end());
+  EXPECT_EQ(manifest_root(reversed), m.root);  // the order of the rows does not matter
+  // The same documents in another split, at another place, or with streams of another length:
+  // another root.
+  Manifest other = m;
+  other.documents[2].offset = 3;
+  EXPECT_NE(manifest_root(other), m.root);
+  other = m;
+  other.shards[0].tokens = 13;
+  EXPECT_NE(manifest_root(other), m.root);
 }
 
 TEST(Manifest, tampered_document_hash_breaks_the_root) {
@@ -340,16 +352,16 @@ TEST(Manifest, unsupported_version_is_rejected) {
   TempDir dir;
   fs::path p = dir / "manifest.h5";
   write_manifest(p, sample_manifest());
-  h5::File::open_rw(p).set_int_attr("format_version", 2);
+  h5::File::open_rw(p).set_int_attr("format_version", 3);
   std::string msg = error_of([&] { read_manifest(p); });
-  EXPECT_TRUE(contains(msg, "unsupported manifest format_version 2")) << msg;
+  EXPECT_TRUE(contains(msg, "unsupported manifest format_version 3")) << msg;
 }
 
 TEST(Manifest, inconsistent_manifests_are_not_written) {
   TempDir dir;
   Manifest m = sample_manifest();
   m.documents[2].split = 1;  // its shard is a train shard
-  m.root = manifest_root(m.documents);
+  m.root = manifest_root(m);
   std::string msg = error_of([&] { write_manifest(dir / "manifest.h5", m); });
   EXPECT_TRUE(contains(msg, "document 2 is val but its shard 0 (train_000000.bin) is train"))
       << msg;
@@ -357,7 +369,7 @@ TEST(Manifest, inconsistent_manifests_are_not_written) {
 
   m = sample_manifest();
   m.documents[2].length = 9;  // runs past the 12 train tokens
-  m.root = manifest_root(m.documents);
+  m.root = manifest_root(m);
   msg = error_of([&] { write_manifest(dir / "manifest.h5", m); });
   EXPECT_TRUE(contains(msg, "runs past the end of the train split")) << msg;
 

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kGoldenKjvRoot = "cf3fb076560da1deaefa0b7790325dc427f654f6cef6d00719d8998df0c48798";
+const char* kGoldenKjvRoot = "18a5f2e642f0d69762a0b60bd70b1e3a240a1578d921703aee10fcab338d6b80";
 const char* kGoldenBatches = "9534e40e99699af914d08d902f7f2f0c9d2688da9f9738ec0464ed2ce7a7e0b8";
 const uint64_t kGoldenSeed00 = 7552475924491445325ull;
 const uint64_t kGoldenSeed51 = 11392426358776324596ull;

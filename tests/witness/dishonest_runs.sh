@@ -157,11 +157,11 @@ grep -q "wit: error: .*witness.h5" "$work/bad.out" || { cat "$work/bad.out"; fai
 # define is refused, not ignored.
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json"
 /usr/bin/python3 - "$work/bad/witness.h5" <<'PY'
-import sys, h5py
+import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r+") as f:
-    y = f["meta"].attrs["committed_yaml"]
-    y = y.decode() if isinstance(y, bytes) else y
-    f["meta"].attrs["committed_yaml"] = y.replace("model:\n", "model:\n  attention: flash\n", 1)
+    y = f["meta"].attrs["committed_yaml"].decode()
+    y = y.replace("model:\n", "model:\n  attention: flash\n", 1)
+    f["meta"].attrs["committed_yaml"] = np.bytes_(y.encode())  # fixed-length, as wit writes
 PY
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an edited committed config was certified"
 grep -q "meta, field genesis: does not match" "$work/bad.out" || { cat "$work/bad.out"; fail "edited committed config: message"; }

@@ -21,6 +21,9 @@ done
   --set train.checkpoint_every=0 --out "$work/run" -q >/dev/null || fail "train"
 root=$("$wit" inspect "$work/run" --json | sed -n 's/^  "manifest_root": "\([0-9a-f]*\)",$/\1/p')
 [ ${#root} -eq 64 ] || fail "no manifest root from wit inspect"
+genesis=$("$wit" inspect "$work/run" --json | sed -n 's/^  "genesis": "\([0-9a-f]*\)",$/\1/p')
+[ ${#genesis} -eq 64 ] || fail "no genesis from wit inspect"
+run_id=(--root "$root" --genesis "$genesis")
 
 # Every document file: one answer each; the included ones with steps, the others held out.
 "$wit" query "$work/run" $(for f in "$work"/corpus/*.txt; do echo --doc "$f"; done) --json >"$work/answers.jsonl" || fail "query"
@@ -34,24 +37,36 @@ inc=$(grep -l . "$work"/corpus/*.txt | while read -r f; do
 [ -n "$inc" ] || fail "no included document"
 "$wit" query "$work/run" --doc "$inc" --proof "$work/inc.json" | tee "$work/inc.txt"
 grep -q "step " "$work/inc.txt" || fail "an included answer without steps"
-"$wit" query --check-proof "$work/inc.json" --root "$root" || fail "a valid inclusion proof rejected"
+"$wit" query --check-proof "$work/inc.json" "${run_id[@]}" || fail "a valid inclusion proof rejected"
 
 printf 'a document nobody wrote\n' >"$work/stranger.txt"
 grep -q "^not-in-dataset" <<<"$("$wit" query "$work/run" --doc "$work/stranger.txt" --proof "$work/out.json")" || fail "stranger found"
-"$wit" query --check-proof "$work/out.json" --root "$root" || fail "a valid exclusion proof rejected"
+"$wit" query --check-proof "$work/out.json" "${run_id[@]}" || fail "a valid exclusion proof rejected"
 
-# A damaged proof, and a proof checked against another root.
-sed 's/"leaf_index": \([0-9]\)/"leaf_index": 1\1/' "$work/inc.json" >"$work/bad.json"
+# A damaged proof, and a proof checked against another root or run.
+sed 's/"index": \([0-9]\)/"index": 1\1/' "$work/inc.json" >"$work/bad.json"
 cmp -s "$work/inc.json" "$work/bad.json" && fail "could not damage the proof"
-"$wit" query --check-proof "$work/bad.json" --root "$root" >"$work/bad.txt" && fail "a damaged proof passed"
+"$wit" query --check-proof "$work/bad.json" "${run_id[@]}" >"$work/bad.txt" && fail "a damaged proof passed"
 grep -q INVALID "$work/bad.txt" || fail "no INVALID line"
 other=$(printf '%064d' 7)
-"$wit" query --check-proof "$work/inc.json" --root "$other" >/dev/null && fail "a proof passed for another root"
+"$wit" query --check-proof "$work/inc.json" --root "$other" --genesis "$genesis" >/dev/null && fail "a proof passed for another root"
+"$wit" query --check-proof "$work/inc.json" --root "$root" --genesis "$other" >/dev/null && fail "a proof passed for another run"
+grep -q "needs the run it is about" <<<"$("$wit" query --check-proof "$work/inc.json" --root "$root" 2>&1)" || fail "a proof checked against a root alone"
+
+# A log whose chain is broken answers nothing.
+cp -r "$work/run" "$work/broken-run"
+/usr/bin/python3 - "$work/broken-run/witness.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["steps/loss"][3] = 0.5
+PY
+"$wit" query "$work/broken-run" --doc "$inc" >"$work/broken.out" 2>&1 && { cat "$work/broken.out"; fail "a broken log was answered"; }
+grep -q "does not verify" "$work/broken.out" || { cat "$work/broken.out"; fail "broken log: message"; }
 
 # The contamination report: every held-out document excluded, with proofs.
 "$wit" query "$work/run" --split val --proof "$work/val.json" | tee "$work/val.txt"
 grep -q "^no contamination" "$work/val.txt" || fail "contamination report"
-"$wit" query --check-proof "$work/val.json" --root "$root" >/dev/null || fail "held-out proofs rejected"
+"$wit" query --check-proof "$work/val.json" "${run_id[@]}" >/dev/null || fail "held-out proofs rejected"
 
 # Bad input: clear errors, non-zero exits, never a wrong "excluded".
 : >"$work/empty.txt"
@@ -59,8 +74,8 @@ grep -q "^empty" <<<"$("$wit" query "$work/run" --doc "$work/empty.txt")" || fai
 head -c 3000 /dev/urandom >"$work/binary.bin"
 grep -q "^not-in-dataset" <<<"$("$wit" query "$work/run" --doc "$work/binary.bin")" || fail "binary file"
 grep -q "out of range" <<<"$("$wit" query "$work/run" --doc-id 4000 2>&1)" || fail "id out of range"
-echo '{"format": "wit-query-proof-v1"' >"$work/broken.json"
-grep -q "not JSON" <<<"$("$wit" query --check-proof "$work/broken.json" --root "$root" 2>&1)" || fail "malformed proof file"
+echo '{"format": "wit-query-proof-v2"' >"$work/broken.json"
+grep -q "not JSON" <<<"$("$wit" query --check-proof "$work/broken.json" "${run_id[@]}" 2>&1)" || fail "malformed proof file"
 "$wit" prepare "$work/corpus" --format dir --val-fraction 0.3 --out "$work/other-data" >/dev/null
 grep -q "give the run's dataset" <<<"$("$wit" query "$work/run" --doc "$inc" --data "$work/other-data" 2>&1)" || fail "another dataset accepted"
 echo "query: answers, proofs and errors as expected"

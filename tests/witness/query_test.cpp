@@ -13,6 +13,7 @@
 #include "trainer/data/dataset.h"
 #include "trainer/data/prepare.h"
 #include "trainer/data/split.h"
+#include "trainer/run_config.h"
 
 namespace wit::witness {
 namespace {
@@ -48,18 +49,28 @@ struct QueryFixture {
     data::prepare(o);
     dataset = std::make_unique<data::Dataset>(data::Dataset::open(dir / "data"));
   }
+  SigningKey key = SigningKey::generate();
+  // A run of this dataset whose trainer signed a head after `steps` of its 1000 steps.
   RunFacts facts(uint64_t steps) const {
-    RunFacts f;
-    f.manifest_root = dataset->manifest().root;
-    f.data_layout = data::layout_digest(dataset->manifest());
-    f.data_seed = 5;
-    f.seq_len = 16;
-    f.micro_batches = 2;
-    f.micro_batch_size = 3;
-    f.steps = steps;
-    for (uint64_t i = 0; i < steps; ++i)
-      f.record_hashes.push_back(sha256("record " + std::to_string(i)));
-    return f;
+    RunMeta meta;
+    meta.committed_yaml = committed_yaml(config::Config::parse(
+        "", "test", run_schema(),
+        {"data.seed=5", "data.seq_len=16", "train.micro_batches=2", "train.micro_batch_size=3",
+         "train.steps=1000"}));
+    meta.manifest_root = dataset->manifest().root;
+    meta.data_layout = data::layout_digest(dataset->manifest());
+    meta.num_params = 1234;
+    meta.public_key = key.public_key();
+    Heads head;
+    head.genesis = meta.genesis();
+    head.steps = steps;
+    head.step_head = sha256("record " + std::to_string(steps));
+    head.probe_head = head.checkpoint_head = head.eval_head = head.genesis;
+    return RunFacts::from_signed_head(meta, head, key.sign(signed_message(head_hash(head))));
+  }
+  TrustedRun trusted() const {
+    RunFacts f = facts(0);
+    return {f.meta.manifest_root, f.meta.genesis(), std::nullopt};
   }
 };
 
@@ -144,12 +155,13 @@ TEST(Query, UnknownEmptyAndOutOfRange) {
   EXPECT_TRUE(
       contains(error_of([&] { index.query_id(1000); }), "document id 1000 is out of range"));
   RunFacts other = fx.facts(10);
-  other.manifest_root = sha256("another dataset");
+  other.meta.manifest_root = sha256("another dataset");
   EXPECT_TRUE(contains(error_of([&] { DataIndex(fx.dataset->manifest(), other, "test data"); }),
                        "give the run's dataset"));
 }
 
-// The root commits to the set of documents; the layout digest to their splits and places.
+// The root commits to each document's split and place: the same documents split otherwise are
+// another dataset, refused by root (and the layout digest would refuse it too).
 TEST(Query, SameDocumentsSplitDifferentlyIsAnotherDataset) {
   QueryFixture fx;
   data::PrepareOptions o;
@@ -158,10 +170,10 @@ TEST(Query, SameDocumentsSplitDifferentlyIsAnotherDataset) {
   o.val_fraction = 0.5;
   data::prepare(o);
   const auto other = data::Dataset::open(fx.dir / "resplit");
-  ASSERT_EQ(other.manifest().root, fx.dataset->manifest().root);
+  EXPECT_NE(other.manifest().root, fx.dataset->manifest().root);
   EXPECT_NE(data::layout_digest(other.manifest()), data::layout_digest(fx.dataset->manifest()));
   EXPECT_TRUE(contains(error_of([&] { DataIndex(other.manifest(), fx.facts(10), "resplit"); }),
-                       "splits or shards them differently"));
+                       "give the run's dataset"));
 }
 
 TEST(Query, NotReachedBeforeTheRunEnded) {
@@ -172,17 +184,21 @@ TEST(Query, NotReachedBeforeTheRunEnded) {
     const Answer a = index.query_id(d.id);
     if (a.verdict != Verdict::NotReached) continue;
     ++not_reached;
-    const ProofCheck c = check_proof(index.proof(a), fx.dataset->manifest().root);
-    EXPECT_TRUE(c.ok) << c.reason;
+    const ProofCheck c = check_proof(index.proof(a), fx.trusted());
+    ASSERT_TRUE(c.ok) << c.reason;
+    EXPECT_EQ(c.verdict, "not-reached");
+    EXPECT_EQ(c.steps, 2u);
+    EXPECT_FALSE(c.complete);
   }
   EXPECT_GT(not_reached, 10);
 }
 
-// Proofs of each verdict check alone; any byte changed makes them fail.
+// Proofs of each verdict check alone; any byte changed makes them fail, or (another document
+// hash between the same two leaves) prove something just as true.
 TEST(QueryProof, EveryVerdictChecksAloneAndAnyFlippedByteFails) {
   QueryFixture fx;
   DataIndex index(fx.dataset->manifest(), fx.facts(200), "test data");
-  const Digest root = fx.dataset->manifest().root;
+  const TrustedRun trusted = fx.trusted();
   std::map<Verdict, nlohmann::json> proofs;
   for (auto& d : fx.dataset->manifest().documents) {
     const Answer a = index.query_id(d.id);
@@ -191,32 +207,45 @@ TEST(QueryProof, EveryVerdictChecksAloneAndAnyFlippedByteFails) {
   proofs[Verdict::NotInDataset] = index.proof(index.query_bytes("not here\n", "x"));
   ASSERT_EQ(proofs.size(), 3u);  // included, held-out, not-in-dataset
   for (auto& [verdict, proof] : proofs) {
-    const ProofCheck good = check_proof(proof, root);
+    const ProofCheck good = check_proof(proof, trusted);
     ASSERT_TRUE(good.ok) << verdict_name(verdict) << ": " << good.reason;
     EXPECT_EQ(good.verdict, verdict_name(verdict));
-    EXPECT_FALSE(check_proof(proof, sha256("other root")).ok);
+    TrustedRun other = trusted;
+    other.manifest_root = sha256("other root");
+    EXPECT_FALSE(check_proof(proof, other).ok);
+    other = trusted;
+    other.genesis = sha256("other run");
+    EXPECT_FALSE(check_proof(proof, other).ok);
+    other = trusted;
+    other.signed_head = sha256("another head");
+    EXPECT_FALSE(check_proof(proof, other).ok);
     const std::string text = proof.dump();
     for (size_t i = 0; i < text.size(); ++i) {
       std::string bad = text;
       bad[i] = bad[i] == '1' ? '2' : (bad[i] == 'a' ? 'b' : '1');
       auto j = nlohmann::json::parse(bad, nullptr, false);
       if (j.is_discarded()) continue;  // no longer JSON: fails to load at all
-      EXPECT_FALSE(check_proof(j, root).ok)
-          << verdict_name(verdict) << " proof with byte " << i << " changed still checks";
+      // A changed proof either fails, or still states a true fact: another hash in the same
+      // gap between two leaves is just as much not in the dataset.
+      const ProofCheck c = check_proof(j, trusted);
+      if (c.ok) {
+        const Answer truth =
+            index.query(digest_from_hex(j["document_sha256"].get<std::string>(), "sha"), "x");
+        EXPECT_EQ(c.verdict, verdict_name(truth.verdict))
+            << verdict_name(verdict) << " proof with byte " << i << " changed proves a falsehood";
+        EXPECT_NE(j["document_sha256"], proof["document_sha256"])
+            << verdict_name(verdict) << " proof with byte " << i << " changed still checks";
+      }
     }
   }
 }
 
-// A forger who also recomputes the proof's digest is still caught by the checks themselves.
-TEST(QueryProof, ForgedProofsWithARecomputedDigestFail) {
+// A forger who edits a proof's facts is caught by what binds them: the root, the genesis (whose
+// committed config fixes the schedule) and the trainer's signature.
+TEST(QueryProof, ForgedProofsFail) {
   QueryFixture fx;
   DataIndex index(fx.dataset->manifest(), fx.facts(200), "test data");
-  const Digest root = fx.dataset->manifest().root;
-  auto reseal = [](nlohmann::json p) {
-    p.erase("proof_digest");
-    p["proof_digest"] = to_hex(sha256(std::string("wit-query-proof-digest-v1") + p.dump()));
-    return p;
-  };
+  const TrustedRun trusted = fx.trusted();
   nlohmann::json included;
   for (auto& d : fx.dataset->manifest().documents) {
     const Answer a = index.query_id(d.id);
@@ -225,23 +254,49 @@ TEST(QueryProof, ForgedProofsWithARecomputedDigestFail) {
       break;
     }
   }
-  ASSERT_TRUE(check_proof(reseal(included), root).ok);
+  ASSERT_TRUE(check_proof(included, trusted).ok);
   auto p = included;
   p["occurrences"][0]["position"] = p["occurrences"][0]["position"].get<uint64_t>() + 1;
-  EXPECT_TRUE(contains(check_proof(reseal(p), root).reason, "the schedule puts sample"));
+  EXPECT_TRUE(contains(check_proof(p, trusted).reason, "occurrence 0 is not the one"));
   p = included;
   p["document_sha256"] = to_hex(sha256("another document"));
-  EXPECT_TRUE(contains(check_proof(reseal(p), root).reason, "membership path"));
+  EXPECT_FALSE(check_proof(p, trusted).ok);
+  // Claiming a trained document was held out, or not reached, or not in the dataset.
+  for (const char* claim : {"held-out", "not-reached", "not-in-dataset"}) {
+    p = included;
+    p["verdict"] = claim;
+    EXPECT_TRUE(contains(check_proof(p, trusted).reason, "but its facts give 'included'")) << claim;
+  }
+  // "Not reached" by claiming fewer steps: the signed head does not say so.
   p = included;
-  p["verdict"] = "not-in-dataset";
-  EXPECT_FALSE(check_proof(reseal(p), root).ok);
-  // Claiming a trained document was held out.
+  p["signed_head"]["steps"] = uint64_t(1);
+  p["occurrences"] = nlohmann::json::array();
+  p["verdict"] = "not-reached";
+  EXPECT_TRUE(contains(check_proof(p, trusted).reason, "not signed by the run's key"))
+      << check_proof(p, trusted).reason;
+  // ... or another data seed: the committed config is the genesis's.
   p = included;
+  std::string yaml = p["run"]["committed_yaml"];
+  yaml.replace(yaml.find("seed: 5"), 7, "seed: 6");
+  p["run"]["committed_yaml"] = yaml;
+  EXPECT_TRUE(contains(check_proof(p, trusted).reason, "not the trusted"));
+  // A held-out leaf for the document: its record is not in the tree.
+  p = included;
+  for (auto& l : p["leaves"])
+    if (l["sha256"] == p["document_sha256"]) l["split"] = uint64_t(1);
   p["verdict"] = "held-out";
-  p["split"] = {{"rule", "wit-split-v1"}, {"seed", 1337}, {"val_fraction", 0.2}, {"key", 0}};
-  EXPECT_FALSE(check_proof(reseal(p), root).ok);
-  EXPECT_TRUE(contains(check_proof(nlohmann::json::parse("{}"), root).reason, "missing field"));
-  EXPECT_FALSE(check_proof(nlohmann::json::parse("[1, 2]"), root).ok);
+  p["occurrences"] = nlohmann::json::array();
+  EXPECT_TRUE(contains(check_proof(p, trusted).reason, "is not in the tree"))
+      << check_proof(p, trusted).reason;
+  // Leaving a copy out.
+  const Answer copies = index.query_bytes(corpus()[5], "copy");
+  ASSERT_EQ(copies.document_ids.size(), 2u);
+  p = index.proof(copies);
+  ASSERT_TRUE(check_proof(p, trusted).ok);
+  p["leaves"].erase(1);
+  EXPECT_FALSE(check_proof(p, trusted).ok);
+  EXPECT_TRUE(contains(check_proof(nlohmann::json::parse("{}"), trusted).reason, "missing field"));
+  EXPECT_FALSE(check_proof(nlohmann::json::parse("[1, 2]"), trusted).ok);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/h5.h"
@@ -98,12 +99,53 @@ void check_length(const std::string& where, const char* name, const std::vector<
 
 }  // namespace
 
-Digest manifest_root(const std::vector<DocumentEntry>& documents) {
-  std::vector<Digest> leaves;
-  leaves.reserve(documents.size());
-  for (const DocumentEntry& d : documents) leaves.push_back(d.sha256);
-  std::sort(leaves.begin(), leaves.end());
-  return merkle_root(leaves);
+Digest record_digest(const DocumentRecord& r) {
+  Sha256 h;
+  h.update("wit-document-v2").update(r.sha256.data(), r.sha256.size());
+  return h.update_u64(r.split).update_u64(r.stream_offset).update_u64(r.length).finish();
+}
+
+bool record_before(const DocumentRecord& a, const DocumentRecord& b) {
+  return std::tie(a.sha256, a.split, a.stream_offset, a.length) <
+         std::tie(b.sha256, b.split, b.stream_offset, b.length);
+}
+
+DocumentTree document_tree(const Manifest& m) {
+  DocumentTree t;
+  std::vector<uint64_t> shard_start;
+  for (auto& sh : m.shards) {
+    const uint8_t split = sh.split ? 1 : 0;
+    shard_start.push_back(t.split_tokens[split]);
+    t.split_tokens[split] += sh.tokens;
+  }
+  std::vector<std::pair<DocumentRecord, uint64_t>> all;
+  all.reserve(m.documents.size());
+  for (const DocumentEntry& d : m.documents) {
+    if (d.shard >= shard_start.size())
+      fail("document {} names shard {}, but there are {}", d.id, d.shard, shard_start.size());
+    all.push_back({{d.sha256, d.split, shard_start[d.shard] + d.offset, d.length}, d.id});
+  }
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return record_before(a.first, b.first); });
+  for (auto& [r, id] : all) {
+    t.records.push_back(r);
+    t.ids.push_back(id);
+    t.leaves.push_back(record_digest(r));
+  }
+  return t;
+}
+
+Digest manifest_root_from(const Digest& tree_root, uint64_t documents, uint64_t train_tokens,
+                          uint64_t val_tokens) {
+  Sha256 h;
+  h.update("wit-manifest-v2").update_u64(documents).update(tree_root.data(), tree_root.size());
+  return h.update_u64(train_tokens).update_u64(val_tokens).finish();
+}
+
+Digest manifest_root(const Manifest& m) {
+  const DocumentTree t = document_tree(m);
+  return manifest_root_from(merkle_root(t.leaves), t.records.size(), t.split_tokens[0],
+                            t.split_tokens[1]);
 }
 
 Digest layout_digest(const Manifest& m) {
@@ -180,11 +222,11 @@ void validate_manifest(const Manifest& m, const std::string& where) {
           where, i, d.offset, d.length, s.file, split_name(d.split), split_total[d.split]);
   }
 
-  Digest root = manifest_root(m.documents);
+  Digest root = manifest_root(m);
   if (root != m.root)
     fail(
-        "{}: Merkle root mismatch: the manifest says {} but its documents' sha256 values give {} "
-        "(a document hash was altered, or documents were added or removed)",
+        "{}: Merkle root mismatch: the manifest says {} but its documents and shards give {} "
+        "(a document's hash, split or place was altered, or documents were added or removed)",
         where, to_hex(m.root), to_hex(root));
 }
 

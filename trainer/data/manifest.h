@@ -1,10 +1,11 @@
 // The dataset manifest (manifest.h5 in a prepared data dir): every shard and every document,
 // with SHA-256s, and a Merkle root over the documents that the witness log commits to.
 //
-// HDF5 layout (readable by h5py / h5dump):
+// HDF5 layout (readable by h5py / h5dump; latest file format, so its metadata is checksummed;
+// every string fixed-length):
 //   /                  attributes: format_version, tokenizer, vocab_size, eot_token, split_seed,
 //                      val_fraction, split_rule, source, root (64 hex digits)
-//   /shards/file       (S,) variable-length UTF-8 strings: file names inside the data dir
+//   /shards/file       (S,) fixed-length UTF-8 strings: file names inside the data dir
 //   /shards/split      (S,) uint8: 0 train, 1 val
 //   /shards/tokens     (S,) uint64
 //   /shards/sha256     (S, 32) uint8: of the whole .bin file
@@ -14,8 +15,11 @@
 //   /documents/offset  (D,) uint64: token offset of the document's first token in that shard
 //   /documents/length  (D,) uint64: tokens, the leading EOT included
 //   /documents/sha256  (D, 32) uint8: of the document's canonical bytes
-// root = merkle_root (core/merkle.h) of the document sha256 values sorted ascending bytewise;
-// identical documents appear once per copy.
+// root = H("wit-manifest-v2" ‖ u64 D ‖ tree root ‖ u64 train tokens ‖ u64 val tokens), the tree
+// an RFC 6962 Merkle tree (core/merkle.h) over one record per document, sorted by content hash:
+// H("wit-document-v2" ‖ sha256 ‖ u64 split ‖ u64 stream offset ‖ u64 length). The root thus fixes
+// each document's split and place in its split's stream and the streams' lengths, so a proof
+// against the root alone shows where a document is; identical documents appear once per copy.
 //
 //   Manifest m = read_manifest(dir / "manifest.h5");  // validated, root recomputed
 #pragma once
@@ -31,7 +35,7 @@ namespace wit::data {
 
 namespace fs = std::filesystem;
 
-constexpr int kManifestFormatVersion = 1;
+constexpr int kManifestFormatVersion = 2;
 constexpr const char* kManifestFile = "manifest.h5";
 // How documents were assigned to splits: by keyed content hash (trainer/data/split.h), or, for
 // shards prepared elsewhere (format llmc), by shard file name ("val" in the name = val).
@@ -75,8 +79,29 @@ void write_manifest(const fs::path& path, const Manifest& m);
 // Reads and validates: format version, array lengths, ids, splits, shard indices and token
 // ranges, and that `root` recomputes from the documents. Errors name the file and the field.
 Manifest read_manifest(const fs::path& path);
-// Merkle root over the documents' sha256 values sorted ascending bytewise.
-Digest manifest_root(const std::vector<DocumentEntry>& documents);
+// What the Merkle tree holds for one document.
+struct DocumentRecord {
+  Digest sha256{};
+  uint8_t split = 0;
+  uint64_t stream_offset = 0;  // of its leading end-of-text token, in its split's stream
+  uint64_t length = 0;         // tokens, the leading end-of-text included
+};
+Digest record_digest(const DocumentRecord& r);
+// Sort order of the tree: by content hash, then split, then place.
+bool record_before(const DocumentRecord& a, const DocumentRecord& b);
+
+// The documents as the tree holds them.
+struct DocumentTree {
+  std::vector<DocumentRecord> records;  // sorted by record_before
+  std::vector<uint64_t> ids;            // the document id of each record
+  std::vector<Digest> leaves;           // record_digest of each record: the tree's leaves
+  uint64_t split_tokens[2] = {0, 0};    // length of the train and val streams
+};
+DocumentTree document_tree(const Manifest& m);
+Digest manifest_root_from(const Digest& tree_root, uint64_t documents, uint64_t train_tokens,
+                          uint64_t val_tokens);
+// The root above, computed from the documents and shards.
+Digest manifest_root(const Manifest& m);
 // Commitment to the dataset's layout: which documents are in which split, where, and the shards'
 // contents. The root commits to the set of documents only; two datasets of the same documents
 // split or sharded differently have the same root but different training streams, and a run

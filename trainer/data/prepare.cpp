@@ -340,7 +340,7 @@ PrepareReport prepare(const PrepareOptions& o, const Progress& progress) {
     m = report.format == "llmc" ? prepare_llmc(o, tmp, report, progress)
                                 : prepare_text(o, report.format, tmp, input_name, report, progress);
     m.source = o.input.empty() ? "kjv" : o.input.string();
-    m.root = manifest_root(m.documents);
+    m.root = manifest_root(m);
     write_manifest(tmp / kManifestFile, m);  // last: the dir is complete once it exists
     swap_into_place(tmp, out, out_exists);
   } catch (...) {

@@ -4,18 +4,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/merkle.h"
 #include "trainer/data/corpus.h"
 #include "trainer/data/split.h"
+#include "trainer/run_config.h"
 
 namespace wit::witness {
 
 using nlohmann::json;
 
-constexpr const char* kProofFormat = "wit-query-proof-v1";
+constexpr const char* kProofFormat = "wit-query-proof-v2";
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -33,32 +37,102 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
-RunFacts RunFacts::from_log(const WitnessLog& log, const LogReport& report) {
+RunFacts RunFacts::from_signed_head(RunMeta meta, const Heads& head, const Signature& signature) {
   RunFacts f;
-  f.manifest_root = log.meta.manifest_root;
-  f.data_layout = log.meta.data_layout;
-  if (!report.config) fail("{}: the log's committed config does not verify", log.path.string());
-  const RunConfig& rc = *report.config;
+  const RunConfig rc = run_config_from(parse_committed(meta.committed_yaml, "the run's committed config"));
+  f.meta = std::move(meta);
+  f.head = head;
+  f.head.genesis = f.meta.genesis();
+  f.signature = signature;
   f.data_seed = rc.data.seed;
   f.seq_len = uint64_t(rc.data.seq_len);
   f.micro_batches = uint64_t(rc.train.micro_batches);
   f.micro_batch_size = uint64_t(rc.train.micro_batch_size);
-  f.steps = report.valid_steps;
-  for (uint64_t i = 0; i < f.steps; ++i) f.record_hashes.push_back(log.tables.steps[i].hash);
+  f.steps = head.steps;
+  f.total_steps = uint64_t(rc.train.steps);
   return f;
+}
+
+RunFacts RunFacts::from_log(const WitnessLog& log, const LogReport& report) {
+  if (!report.ok() || !report.signed_heads || log.tables.signatures.empty())
+    fail("{} does not verify: no answer is given from a log whose chain is broken",
+         log.path.string());
+  // The last valid signature: check_log found every signature valid.
+  const SignatureRow& last = log.tables.signatures.back();
+  return from_signed_head(log.meta, *report.signed_heads, last.signature);
 }
 
 Digest document_sha256(std::string_view raw) { return sha256(data::canonicalize(raw)); }
 
+namespace {
+
+// What a verdict follows from: the schedule's facts and where the run ended.
+struct ScheduleFacts {
+  uint64_t seed = 0, T = 0, M = 0, b = 0, samples = 0, end = 0;
+  uint64_t epochs() const { return samples == 0 ? 0 : std::max<uint64_t>(1, (end + samples - 1) / samples); }
+};
+
+uint64_t samples_of(uint64_t train_tokens, uint64_t T) {
+  return train_tokens > T ? (train_tokens - 1) / T : 0;
+}
+
+// Every trained window holding one of a copy's content tokens [a+1, a+length): window s holds
+// tokens [s·T, s·T + T]. `epoch(e)` gives epoch e's permutation.
+template <typename EpochFn>
+void add_occurrences(uint64_t id, const data::DocumentRecord& r, const ScheduleFacts& f,
+                     EpochFn epoch, std::vector<Occurrence>& out) {
+  if (r.split != data::kSplitTrain || r.length < 2 || f.samples == 0) return;
+  const uint64_t a = r.stream_offset;
+  const uint64_t first = a / f.T, last = std::min((a + r.length - 1) / f.T, f.samples - 1);
+  const uint64_t per_step = f.M * f.b;
+  for (uint64_t s = first; s <= last && first <= last; ++s)
+    for (uint64_t e = 0; e < f.epochs(); ++e) {
+      const uint64_t p = e * f.samples + epoch(e).position_of(s);
+      if (p >= f.end) continue;
+      out.push_back({id, s, p, e, p / per_step, (p % per_step) / f.b, p % f.b});
+    }
+}
+
+// The verdict on a document's copies (records of the same content hash).
+Verdict decide(const std::vector<std::pair<uint64_t, data::DocumentRecord>>& copies,
+               std::vector<Occurrence>& occurrences, const ScheduleFacts& f,
+               const std::function<const data::Permutation&(uint64_t)>& epoch) {
+  if (copies.empty()) return Verdict::NotInDataset;
+  bool any_train = false;
+  for (auto& [id, r] : copies) {
+    any_train |= r.split == data::kSplitTrain;
+    add_occurrences(id, r, f, epoch, occurrences);
+  }
+  if (!any_train) return Verdict::HeldOut;
+  std::sort(occurrences.begin(), occurrences.end(), [](const Occurrence& x, const Occurrence& y) {
+    return std::tie(x.position, x.document_id) < std::tie(y.position, y.document_id);
+  });
+  return occurrences.empty() ? Verdict::NotReached : Verdict::Included;
+}
+
+json occurrence_json(const Occurrence& o) {
+  return {{"copy", o.document_id}, {"sample", o.sample}, {"position", o.position},
+          {"epoch", o.epoch},      {"step", o.step},     {"micro", o.micro},
+          {"row", o.row}};
+}
+
+json hex_list(const std::vector<Digest>& ds) {
+  json out = json::array();
+  for (auto& d : ds) out.push_back(to_hex(d));
+  return out;
+}
+
+}  // namespace
+
 DataIndex::DataIndex(data::Manifest manifest, RunFacts run, std::string where)
     : manifest_(std::move(manifest)), run_(std::move(run)), where_(std::move(where)) {
   const auto& m = manifest_;
-  if (m.root != run_.manifest_root)
+  if (m.root != run_.meta.manifest_root)
     fail(
         "dataset {} has manifest root {}, but the run trained on {}: give the run's dataset "
         "(--data)",
-        where_, to_hex(m.root), to_hex(run_.manifest_root));
-  if (data::layout_digest(m) != run_.data_layout)
+        where_, to_hex(m.root), to_hex(run_.meta.manifest_root));
+  if (data::layout_digest(m) != run_.meta.data_layout)
     fail(
         "dataset {} holds the run's documents (root {}) but splits or shards them differently "
         "from the dataset the run trained on: give the run's dataset (--data)",
@@ -66,17 +140,8 @@ DataIndex::DataIndex(data::Manifest manifest, RunFacts run, std::string where)
   if (run_.seq_len == 0 || run_.micro_batches == 0 || run_.micro_batch_size == 0)
     fail("the run's batch layout is empty (seq_len {}, micro_batches {}, micro_batch_size {})",
          run_.seq_len, run_.micro_batches, run_.micro_batch_size);
-  // Each split's stream is its shards concatenated in manifest order.
-  uint64_t split_tokens[2] = {0, 0};
-  for (auto& sh : m.shards) {
-    shard_offset_.push_back(split_tokens[sh.split ? 1 : 0]);
-    split_tokens[sh.split ? 1 : 0] += sh.tokens;
-  }
-  const uint64_t tokens = split_tokens[data::kSplitTrain];
-  num_samples_ = tokens > run_.seq_len ? (tokens - 1) / run_.seq_len : 0;
-  for (auto& d : m.documents) sorted_.emplace_back(d.sha256, d.id);
-  std::sort(sorted_.begin(), sorted_.end());
-  for (auto& [h, id] : sorted_) sorted_hashes_.push_back(h);
+  tree_ = data::document_tree(m);
+  num_samples_ = samples_of(tree_.split_tokens[data::kSplitTrain], run_.seq_len);
   if (num_samples_ > 0) {
     const uint64_t end = run_.end_position();
     const uint64_t epochs = end / num_samples_ + (end % num_samples_ != 0);
@@ -85,58 +150,33 @@ DataIndex::DataIndex(data::Manifest manifest, RunFacts run, std::string where)
   }
 }
 
-uint64_t DataIndex::stream_offset(const data::DocumentEntry& d) const {
-  if (d.shard >= shard_offset_.size())
-    fail("dataset {}: document {} names shard {}, but there are {}", where_, d.id, d.shard,
-         shard_offset_.size());
-  return shard_offset_[d.shard] + d.offset;
-}
-
-std::pair<uint64_t, uint64_t> DataIndex::sample_range(const data::DocumentEntry& d) const {
-  // Content tokens [a + 1, a + length): the leading end-of-text token belongs to no document.
-  // Window s holds tokens [s·T, s·T + T].
-  const uint64_t T = run_.seq_len, a = stream_offset(d);
-  if (d.length < 2 || num_samples_ == 0) return {1, 0};
-  const uint64_t first = a / T, last = std::min((a + d.length - 1) / T, num_samples_ - 1);
-  return {first, last};
-}
-
-uint64_t DataIndex::position_in_epoch(uint64_t sample, uint64_t epoch) const {
-  return epoch * num_samples_ + epochs_[epoch].position_of(sample);
-}
-
 Answer DataIndex::query(const Digest& sha, std::string label) const {
   Answer a;
   a.label = std::move(label);
   a.sha256 = sha;
-  auto lo = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(sha, uint64_t(0)));
-  for (auto it = lo; it != sorted_.end() && it->first == sha; ++it)
-    a.document_ids.push_back(it->second);
-  if (a.document_ids.empty()) {
+  const auto& recs = tree_.records;
+  auto lo = std::lower_bound(recs.begin(), recs.end(), sha,
+                             [](const data::DocumentRecord& r, const Digest& h) { return r.sha256 < h; });
+  auto hi = lo;
+  while (hi != recs.end() && hi->sha256 == sha) ++hi;
+  a.first_leaf = size_t(lo - recs.begin());
+  a.last_leaf = size_t(hi - recs.begin());
+  std::vector<std::pair<uint64_t, data::DocumentRecord>> copies;
+  for (size_t i = a.first_leaf; i < a.last_leaf; ++i) {
+    copies.emplace_back(tree_.ids[i], recs[i]);
+    a.document_ids.push_back(tree_.ids[i]);
+  }
+  std::sort(a.document_ids.begin(), a.document_ids.end());
+  if (copies.empty()) {
     a.verdict = sha == document_sha256("") ? Verdict::Empty : Verdict::NotInDataset;
     return a;
   }
-  const auto& docs = manifest_.documents;
-  const uint8_t split = docs[a.document_ids.front()].split;
-  a.split = data::split_name(split);
-  if (split != data::kSplitTrain) {
-    a.verdict = Verdict::HeldOut;
-    return a;
-  }
-  const uint64_t end = run_.end_position(), per_step = run_.micro_batches * run_.micro_batch_size;
-  for (uint64_t id : a.document_ids) {
-    const auto [first, last] = sample_range(docs[id]);
-    for (uint64_t s = first; s <= last && first <= last; ++s)
-      for (uint64_t e = 0; e < epochs_.size(); ++e) {
-        const uint64_t p = position_in_epoch(s, e);
-        if (p >= end) continue;
-        a.occurrences.push_back({id, s, p, e, p / per_step, (p % per_step) / run_.micro_batch_size,
-                                 p % run_.micro_batch_size});
-      }
-  }
-  std::sort(a.occurrences.begin(), a.occurrences.end(),
-            [](const Occurrence& x, const Occurrence& y) { return x.position < y.position; });
-  a.verdict = a.occurrences.empty() ? Verdict::NotReached : Verdict::Included;
+  const ScheduleFacts f{run_.data_seed, run_.seq_len,  run_.micro_batches,
+                        run_.micro_batch_size, num_samples_, run_.end_position()};
+  a.verdict = decide(copies, a.occurrences, f,
+                     [this](uint64_t e) -> const data::Permutation& { return epochs_[e]; });
+  a.split = a.verdict == Verdict::HeldOut ? data::split_name(data::kSplitVal)
+                                          : data::split_name(data::kSplitTrain);
   return a;
 }
 
@@ -152,101 +192,67 @@ Answer DataIndex::query_id(uint64_t id) const {
   return query(docs[id].sha256, fmt::format("id {}", id));
 }
 
-namespace {
-
-json hex_list(const std::vector<Digest>& ds) {
-  json out = json::array();
-  for (auto& d : ds) out.push_back(to_hex(d));
-  return out;
-}
-
-// The digest that seals a proof against corruption: over the proof without this field.
-Digest proof_digest(json proof) {
-  proof.erase("proof_digest");
-  return sha256(std::string("wit-query-proof-digest-v1") + proof.dump());
-}
-
-}  // namespace
-
-const MerkleTree& DataIndex::tree() const {
-  if (!tree_) tree_ = std::make_unique<MerkleTree>(sorted_hashes_);
-  return *tree_;
+const MerkleTree& DataIndex::merkle() const {
+  if (!merkle_) merkle_ = std::make_unique<MerkleTree>(tree_.leaves);
+  return *merkle_;
 }
 
 json DataIndex::proof(const Answer& a) const {
   WIT_CHECK(a.verdict != Verdict::Empty, "no proof for an empty document");
-  const auto& m = manifest_;
+  const RunMeta& m = run_.meta;
+  const Heads& h = run_.head;
   json p;
   p["format"] = kProofFormat;
   p["verdict"] = verdict_name(a.verdict);
   p["document_sha256"] = to_hex(a.sha256);
-  p["manifest_root"] = to_hex(m.root);
-  p["tree_size"] = sorted_hashes_.size();
-  const size_t n = sorted_hashes_.size();
-  const size_t at =
-      size_t(std::lower_bound(sorted_hashes_.begin(), sorted_hashes_.end(), a.sha256) -
-             sorted_hashes_.begin());
-  if (a.verdict == Verdict::NotInDataset) {
-    json neighbors = json::array();
-    for (size_t i : {at - 1, at})  // at − 1 wraps when at = 0: skipped below
-      if (i < n)
-        neighbors.push_back({{"leaf_index", i},
-                             {"sha256", to_hex(sorted_hashes_[i])},
-                             {"path", hex_list(tree().inclusion_proof(i))}});
-    p["neighbors"] = neighbors;
-  } else {
-    p["membership"] = {{"leaf_index", at}, {"path", hex_list(tree().inclusion_proof(at))}};
+  p["run"] = {{"committed_yaml", m.committed_yaml},
+              {"manifest_root", to_hex(m.manifest_root)},
+              {"data_layout", to_hex(m.data_layout)},
+              {"num_params", m.num_params},
+              {"public_key", to_hex(m.public_key.data(), m.public_key.size())}};
+  p["signed_head"] = {{"steps", h.steps},
+                      {"fingerprints", h.probes},
+                      {"checkpoints", h.checkpoints},
+                      {"evals", h.evals},
+                      {"step_head", to_hex(h.step_head)},
+                      {"fingerprint_head", to_hex(h.probe_head)},
+                      {"checkpoint_head", to_hex(h.checkpoint_head)},
+                      {"eval_head", to_hex(h.eval_head)},
+                      {"signature", to_hex(run_.signature.data(), run_.signature.size())}};
+  p["dataset"] = {{"tree_root", to_hex(merkle().root())},
+                  {"documents", tree_.records.size()},
+                  {"train_tokens", tree_.split_tokens[data::kSplitTrain]},
+                  {"val_tokens", tree_.split_tokens[data::kSplitVal]}};
+  // The copies and one neighbour on each side: together they show the copies are all of them
+  // (or, with none, that the hash falls between two adjacent leaves).
+  const size_t n = tree_.records.size();
+  const size_t from = a.first_leaf > 0 ? a.first_leaf - 1 : 0;
+  const size_t to = std::min(a.last_leaf + 1, n);
+  json leaves = json::array();
+  for (size_t i = from; i < to; ++i) {
+    const auto& r = tree_.records[i];
+    leaves.push_back({{"index", i},
+                      {"sha256", to_hex(r.sha256)},
+                      {"split", r.split},
+                      {"stream_offset", r.stream_offset},
+                      {"length", r.length},
+                      {"path", hex_list(merkle().inclusion_proof(i))}});
   }
-  if (a.verdict == Verdict::HeldOut) {
-    p["split"] = {{"rule", data::kSplitRuleHash},
-                  {"seed", m.split_seed},
-                  {"val_fraction", m.val_fraction},
-                  {"key", data::split_key(m.split_seed, a.sha256)}};
-  }
-  if (a.verdict == Verdict::Included || a.verdict == Verdict::NotReached) {
-    p["schedule"] = {{"protocol", "wit-schedule-v1"},
-                     {"data_seed", run_.data_seed},
-                     {"num_samples", num_samples_},
-                     {"seq_len", run_.seq_len},
-                     {"micro_batches", run_.micro_batches},
-                     {"micro_batch_size", run_.micro_batch_size},
-                     {"steps", run_.steps}};
-    json copies = json::array();
-    for (uint64_t id : a.document_ids) {
-      const auto& d = m.documents[id];
-      copies.push_back({{"id", id}, {"stream_offset", stream_offset(d)}, {"length", d.length}});
-    }
-    p["copies"] = copies;
-  }
-  if (a.verdict == Verdict::Included) {
-    json occ = json::array();
-    std::set<uint64_t> steps;
-    for (auto& o : a.occurrences) {
-      occ.push_back({{"copy", o.document_id},
-                     {"sample", o.sample},
-                     {"position", o.position},
-                     {"step", o.step},
-                     {"micro", o.micro},
-                     {"row", o.row}});
-      steps.insert(o.step);
-    }
-    p["occurrences"] = occ;
-    json records = json::array();
-    for (uint64_t s : steps)
-      records.push_back({{"step", s}, {"record_hash", to_hex(run_.record_hashes.at(s))}});
-    p["records"] = records;
-  }
-  if (a.verdict == Verdict::NotReached) {
-    // Only the first epoch has begun: each sample's one position, all at or past the end.
-    json first = json::array();
-    for (uint64_t id : a.document_ids) {
-      const auto [lo, hi] = sample_range(m.documents[id]);
-      for (uint64_t s = lo; s <= hi && lo <= hi; ++s)
-        first.push_back({{"copy", id}, {"sample", s}, {"position", position_in_epoch(s, 0)}});
-    }
-    p["first_positions"] = first;
-  }
-  p["proof_digest"] = to_hex(proof_digest(p));
+  p["leaves"] = leaves;
+  // Occurrences name their copy by leaf index, which the tree binds (document ids it does not).
+  std::vector<Occurrence> by_leaf = a.occurrences;
+  for (auto& o : by_leaf)
+    for (size_t i = a.first_leaf; i < a.last_leaf; ++i)
+      if (tree_.ids[i] == o.document_id) {
+        o.document_id = i;
+        break;
+      }
+  std::sort(by_leaf.begin(), by_leaf.end(), [](const Occurrence& x, const Occurrence& y) {
+    return std::tie(x.position, x.document_id) < std::tie(y.position, y.document_id);
+  });
+  json occ = json::array();
+  for (auto& o : by_leaf) occ.push_back(occurrence_json(o));
+  p["occurrences"] = occ;
   return p;
 }
 
@@ -273,165 +279,186 @@ uint64_t number(const json& j, const char* name) {
   return v.get<uint64_t>();
 }
 
-Digest digest(const json& v, const char* name) {
-  if (!v.is_string()) invalid(fmt::format("field '{}' is not a hex string", name));
-  try {
-    return digest_from_hex(v.get<std::string>(), name);
-  } catch (const Error&) {
-    invalid(fmt::format("field '{}' is not 64 hex digits", name));
-  }
+std::string text(const json& j, const char* name) {
+  const json& v = field(j, name);
+  if (!v.is_string()) invalid(fmt::format("field '{}' is not a string", name));
+  return v.get<std::string>();
 }
 
-std::vector<Digest> digests(const json& v, const char* name) {
-  if (!v.is_array()) invalid(fmt::format("field '{}' is not a list", name));
-  std::vector<Digest> out;
-  for (auto& x : v) out.push_back(digest(x, name));
+template <size_t N>
+std::array<uint8_t, N> hex_bytes(const json& j, const char* name) {
+  const std::string s = text(j, name);
+  if (s.size() != 2 * N || s.find_first_not_of("0123456789abcdef") != std::string::npos)
+    invalid(fmt::format("field '{}' is not {} bytes of lowercase hex", name, N));
+  std::array<uint8_t, N> out{};
+  for (size_t i = 0; i < N; ++i) out[i] = uint8_t(std::stoul(s.substr(2 * i, 2), nullptr, 16));
   return out;
 }
 
-void check_schedule_facts(const json& p, const Digest& sha, bool included) {
-  const json& s = field(p, "schedule");
-  if (field(s, "protocol") != "wit-schedule-v1") invalid("unknown schedule protocol");
-  const uint64_t seed = number(s, "data_seed"), n = number(s, "num_samples");
-  const uint64_t T = number(s, "seq_len"), M = number(s, "micro_batches");
-  const uint64_t b = number(s, "micro_batch_size"), steps = number(s, "steps");
-  if (n == 0 || T == 0 || M == 0 || b == 0) invalid("the schedule facts hold a zero");
-  const uint64_t end = steps * M * b;
-  const data::Schedule schedule(n, seed);
-  // Each copy's content tokens, by id.
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> content;
-  for (auto& c : field(p, "copies")) {
-    const uint64_t a = number(c, "stream_offset"), len = number(c, "length");
-    if (len < 2) invalid("a copy without content tokens");
-    content[number(c, "id")] = {a + 1, a + len};
+Digest digest(const json& j, const char* name) { return hex_bytes<32>(j, name); }
+
+std::vector<Digest> path_of(const json& j) {
+  const json& v = field(j, "path");
+  if (!v.is_array() || v.size() > 64) invalid("field 'path' is not a list of at most 64 hashes");
+  std::vector<Digest> out;
+  for (auto& x : v) {
+    if (!x.is_string()) invalid("field 'path' holds a non-string");
+    out.push_back(digest(json{{"path", x}}, "path"));
   }
-  if (content.empty()) invalid("no copies of the document");
-  auto window_holds = [&](uint64_t copy, uint64_t sample) {
-    auto it = content.find(copy);
-    if (it == content.end()) invalid(fmt::format("occurrence of unknown copy {}", copy));
-    const uint64_t lo = sample * T, hi = sample * T + T;  // inclusive window
-    return sample < n && lo < it->second.second && hi >= it->second.first;
-  };
-  if (included) {
-    std::set<uint64_t> steps_seen;
-    for (auto& o : field(p, "occurrences")) {
-      const uint64_t copy = number(o, "copy"), s = number(o, "sample"), pos = number(o, "position");
-      if (pos >= end) invalid(fmt::format("position {} is past the run's last step", pos));
-      if (schedule.sample_at(pos) != s)
-        invalid(fmt::format("the schedule puts sample {} at position {}, not sample {}",
-                            schedule.sample_at(pos), pos, s));
-      if (!window_holds(copy, s))
-        invalid(fmt::format("sample {} does not hold the document's tokens", s));
-      if (number(o, "step") != pos / (M * b) || number(o, "micro") != (pos / b) % M ||
-          number(o, "row") != pos % b)
-        invalid(fmt::format("step, micro or row do not match position {}", pos));
-      steps_seen.insert(pos / (M * b));
-    }
-    if (steps_seen.empty()) invalid("an inclusion proof without occurrences");
-    std::set<uint64_t> steps_recorded;
-    for (auto& r : field(p, "records")) {
-      digest(field(r, "record_hash"), "record_hash");
-      steps_recorded.insert(number(r, "step"));
-    }
-    if (steps_recorded != steps_seen)
-      invalid("the records do not list exactly the steps of the occurrences");
-  } else {
-    if (end > n)
-      invalid("the run went past its first epoch: every sample was scheduled before its end");
-    std::map<uint64_t, std::set<uint64_t>> listed;
-    for (auto& f : field(p, "first_positions")) {
-      const uint64_t copy = number(f, "copy"), s = number(f, "sample"), pos = number(f, "position");
-      if (pos >= n || schedule.sample_at(pos) != s)
-        invalid(fmt::format("sample {} is not at position {} of the first epoch", s, pos));
-      if (pos < end) invalid(fmt::format("sample {} was trained at position {}", s, pos));
-      if (!window_holds(copy, s)) invalid(fmt::format("sample {} does not hold the document", s));
-      listed[copy].insert(s);
-    }
-    // Every sample holding the document must be listed.
-    for (auto& [copy, range] : content) {
-      const uint64_t first = (range.first - 1) / T, last = std::min((range.second - 1) / T, n - 1);
-      for (uint64_t s = first; s <= last && first <= last; ++s)
-        if (!listed[copy].count(s))
-          invalid(fmt::format("sample {} of copy {} is not accounted for", s, copy));
-    }
-  }
-  (void)sha;
+  return out;
 }
 
-ProofCheck check(const json& p, const Digest& root) {
-  if (field(p, "format") != kProofFormat) invalid("not a wit-query-proof-v1 proof");
-  if (digest(field(p, "proof_digest"), "proof_digest") != proof_digest(p))
-    invalid("the proof's digest does not match its contents (it was altered or damaged)");
-  const Digest proof_root = digest(field(p, "manifest_root"), "manifest_root");
-  if (proof_root != root)
-    invalid(
-        fmt::format("the proof is for manifest root {}, not {}", to_hex(proof_root), to_hex(root)));
-  const Digest sha = digest(field(p, "document_sha256"), "document_sha256");
-  const uint64_t n = number(p, "tree_size");
-  const std::string verdict =
-      field(p, "verdict").is_string() ? p["verdict"].get<std::string>() : "";
-  if (verdict == "not-in-dataset") {
-    const json& nb = field(p, "neighbors");
-    if (!nb.is_array() || nb.size() > 2) invalid("'neighbors' must list one or two leaves");
-    if (nb.empty() && !(n == 0 && root == merkle_root({}))) invalid("no neighboring leaves");
-    std::vector<std::pair<uint64_t, Digest>> leaves;
-    for (auto& x : nb) {
-      const uint64_t i = number(x, "leaf_index");
-      const Digest h = digest(field(x, "sha256"), "sha256");
-      if (!merkle_verify_inclusion(h, i, n, digests(field(x, "path"), "path"), root))
-        invalid(fmt::format("neighbor leaf {} is not in the tree", i));
-      leaves.emplace_back(i, h);
+ProofCheck check(const json& p, const TrustedRun& trusted) {
+  if (!p.is_object() || text(p, "format") != kProofFormat)
+    invalid(fmt::format("not a {} proof", kProofFormat));
+  const Digest sha = digest(p, "document_sha256");
+
+  // The run: its genesis preimage must give the trusted genesis.
+  const json& run = field(p, "run");
+  RunMeta meta;
+  meta.committed_yaml = text(run, "committed_yaml");
+  meta.manifest_root = digest(run, "manifest_root");
+  meta.data_layout = digest(run, "data_layout");
+  meta.num_params = number(run, "num_params");
+  meta.public_key = hex_bytes<32>(run, "public_key");
+  if (meta.genesis() != trusted.genesis)
+    invalid(fmt::format("the proof is for run genesis {}, not the trusted {}",
+                        to_hex(meta.genesis()).substr(0, 16), to_hex(trusted.genesis).substr(0, 16)));
+  if (meta.manifest_root != trusted.manifest_root)
+    invalid(fmt::format("the proof's run trained on manifest root {}, not the trusted {}",
+                        to_hex(meta.manifest_root).substr(0, 16),
+                        to_hex(trusted.manifest_root).substr(0, 16)));
+
+  // The head the trainer signed, which fixes how far the run got.
+  const json& sh = field(p, "signed_head");
+  Heads head;
+  head.genesis = trusted.genesis;
+  head.steps = number(sh, "steps");
+  head.probes = number(sh, "fingerprints");
+  head.checkpoints = number(sh, "checkpoints");
+  head.evals = number(sh, "evals");
+  head.step_head = digest(sh, "step_head");
+  head.probe_head = digest(sh, "fingerprint_head");
+  head.checkpoint_head = digest(sh, "checkpoint_head");
+  head.eval_head = digest(sh, "eval_head");
+  const Signature signature = hex_bytes<64>(sh, "signature");
+  const Digest head_digest = head_hash(head);
+  if (!verify_signature(meta.public_key, signed_message(head_digest), signature))
+    invalid("the signed head is not signed by the run's key");
+  if (trusted.signed_head && *trusted.signed_head != head_digest)
+    invalid(fmt::format("the proof is for signed head {}, not the certified {}",
+                        to_hex(head_digest).substr(0, 16), to_hex(*trusted.signed_head).substr(0, 16)));
+  RunFacts facts;
+  try {
+    facts = RunFacts::from_signed_head(meta, head, signature);
+  } catch (const Error& e) {
+    invalid(std::string("the run's committed config: ") + e.what());
+  }
+  if (facts.steps > facts.total_steps) invalid("the signed head covers more steps than the run has");
+
+  // The dataset: the tree and stream lengths must give the trusted root.
+  const json& ds = field(p, "dataset");
+  const Digest tree_root = digest(ds, "tree_root");
+  const uint64_t n = number(ds, "documents");
+  const uint64_t train_tokens = number(ds, "train_tokens"), val_tokens = number(ds, "val_tokens");
+  if (data::manifest_root_from(tree_root, n, train_tokens, val_tokens) != trusted.manifest_root)
+    invalid("the dataset facts (tree root, documents, stream lengths) do not give the manifest root");
+
+  // The leaves: contiguous, each in the tree; the copies flanked by leaves of other hashes.
+  const json& ls = field(p, "leaves");
+  if (!ls.is_array() || ls.size() > 1'000'000) invalid("field 'leaves' is not a list");
+  std::vector<std::pair<uint64_t, data::DocumentRecord>> copies;
+  size_t below = 0, above = 0;
+  uint64_t first_index = 0, last_index = 0;
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const json& l = ls[i];
+    const uint64_t index = number(l, "index");
+    data::DocumentRecord r;
+    r.sha256 = digest(l, "sha256");
+    const uint64_t split = number(l, "split");
+    if (split > 1) invalid("a leaf's split is not 0 or 1");
+    r.split = uint8_t(split);
+    r.stream_offset = number(l, "stream_offset");
+    r.length = number(l, "length");
+    if (i == 0) first_index = index;
+    if (index != first_index + i) invalid("the leaves are not adjacent");
+    last_index = index;
+    if (!merkle_verify_inclusion(data::record_digest(r), index, n, path_of(l), tree_root))
+      invalid(fmt::format("leaf {} is not in the tree", index));
+    const uint64_t limit = r.split ? val_tokens : train_tokens;
+    if (r.length > limit || r.stream_offset > limit - r.length)
+      invalid(fmt::format("leaf {} lies outside its stream", index));
+    if (r.sha256 < sha) {
+      if (i != 0) invalid("the leaves are not in hash order");
+      ++below;
+    } else if (sha < r.sha256) {
+      if (i + 1 != ls.size()) invalid("the leaves are not in hash order");
+      ++above;
+    } else {
+      if (above) invalid("the leaves are not in hash order");
+      copies.emplace_back(index, r);
     }
-    if (leaves.size() == 2) {
-      if (leaves[1].first != leaves[0].first + 1) invalid("the neighbors are not adjacent leaves");
-      if (!(leaves[0].second < sha && sha < leaves[1].second))
-        invalid("the document's hash does not fall between its neighbors");
-    } else if (leaves.size() == 1) {
-      const bool before_first = leaves[0].first == 0 && sha < leaves[0].second;
-      const bool after_last = leaves[0].first + 1 == n && leaves[0].second < sha;
-      if (!before_first && !after_last) invalid("one neighbor, but not at an end of the tree");
-    }
-    return {true, verdict, "not in the dataset: its hash falls between two adjacent leaves"};
   }
-  const json& mem = field(p, "membership");
-  if (!merkle_verify_inclusion(sha, number(mem, "leaf_index"), n,
-                               digests(field(mem, "path"), "path"), root))
-    invalid("the membership path does not lead to the manifest root");
-  if (verdict == "held-out") {
-    const json& s = field(p, "split");
-    if (field(s, "rule") != data::kSplitRuleHash) invalid("unknown split rule");
-    const uint64_t seed = number(s, "seed");
-    const json& f = field(s, "val_fraction");
-    if (!f.is_number() || f.get<double>() < 0 || f.get<double>() >= 1) invalid("bad val_fraction");
-    const uint64_t key = data::split_key(seed, sha);
-    if (number(s, "key") != key) invalid("the split key does not match the document");
-    const uint64_t threshold = uint64_t(std::ceil(std::ldexp(f.get<double>(), 64)));
-    if (key >= threshold) invalid("the split rule puts this document in the training split");
-    return {true, verdict,
-            "in the dataset, held out by the split rule: never in the training stream"};
+  // Only at an end of the tree may a side lack a leaf of another hash.
+  if (ls.empty() ? n != 0
+                 : (below == 0 && first_index != 0) || (above == 0 && last_index + 1 != n))
+    invalid("the leaves do not reach a leaf of another hash (or an end of the tree) on each side");
+
+  // The verdict, recomputed from what is bound: the records and the committed schedule.
+  ScheduleFacts f{facts.data_seed, facts.seq_len, facts.micro_batches, facts.micro_batch_size,
+                  samples_of(train_tokens, facts.seq_len), facts.end_position()};
+  std::map<uint64_t, data::Permutation> epochs;
+  std::vector<Occurrence> occurrences;
+  const Verdict v = decide(copies, occurrences, f, [&](uint64_t e) -> const data::Permutation& {
+    auto it = epochs.find(e);
+    if (it == epochs.end()) it = epochs.emplace(e, data::Permutation(f.samples, f.seed, e)).first;
+    return it->second;
+  });
+  if (text(p, "verdict") != verdict_name(v))
+    invalid(fmt::format("the proof claims '{}' but its facts give '{}'", text(p, "verdict"),
+                        verdict_name(v)));
+  json want = json::array();
+  for (auto& o : occurrences) want.push_back(occurrence_json(o));
+  const json& got = field(p, "occurrences");
+  if (!got.is_array() || got.size() != want.size())
+    invalid("the occurrences are not exactly those the schedule gives");
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i])
+      invalid(fmt::format("occurrence {} is not the one the schedule gives", i));
+  ProofCheck c;
+  c.ok = true;
+  c.verdict = verdict_name(v);
+  c.steps = facts.steps;
+  c.complete = facts.steps == facts.total_steps;
+  const std::string when = fmt::format("{} of the run's {} steps, signed by its key{}", facts.steps,
+                                       facts.total_steps, c.complete ? " (complete)" : "");
+  switch (v) {
+    case Verdict::Included:
+      c.reason = fmt::format("in the dataset, and the schedule puts its tokens in {} trained "
+                             "sample(s) within {}",
+                             occurrences.size(), when);
+      break;
+    case Verdict::HeldOut:
+      c.reason = "in the dataset's held-out split: never in the training stream";
+      break;
+    case Verdict::NotReached:
+      c.reason = "in the training split, but none of its samples came within " + when;
+      break;
+    default:
+      c.reason = "not in the dataset: its hash falls between adjacent leaves of the tree";
   }
-  if (verdict == "included") {
-    check_schedule_facts(p, sha, true);
-    return {true, verdict,
-            "in the dataset, and the schedule puts its tokens in the listed steps (their record "
-            "hashes are checked against the run's log by `wit query RUN`)"};
-  }
-  if (verdict == "not-reached") {
-    check_schedule_facts(p, sha, false);
-    return {true, verdict, "in the dataset, but none of its samples came before the run's end"};
-  }
-  invalid(fmt::format("unknown verdict '{}'", verdict));
+  return c;
 }
 
 }  // namespace
 
-ProofCheck check_proof(const json& proof, const Digest& root) {
+ProofCheck check_proof(const json& proof, const TrustedRun& trusted) {
   try {
-    return check(proof, root);
+    return check(proof, trusted);
   } catch (const Invalid& e) {
-    return {false, "", e.reason};
+    return {false, "", e.reason, 0, false};
   } catch (const std::exception& e) {
-    return {false, "", std::string("malformed proof: ") + e.what()};
+    return {false, "", std::string("malformed proof: ") + e.what(), 0, false};
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "trainer/safetensors_file.h"
 
 namespace wit {
 
@@ -41,34 +42,18 @@ NamedTensors read_safetensors(const std::filesystem::path& file,
   uint64_t n = 0;
   in.read(reinterpret_cast<char*>(&n), 8);
   if (!in || n > size - 8) fail("{} is not a safetensors file (bad header length)", file.string());
-  std::string text(n, '\0');
-  in.read(text.data(), std::streamsize(n));
-  const uint64_t base = 8 + n;
+  std::string head(8 + n, '\0');
+  in.seekg(0);
+  in.read(head.data(), std::streamsize(head.size()));
+  const SafetensorsIndex index = parse_safetensors_header(head, size, file.string());
+  if (metadata) *metadata = index.metadata;
   NamedTensors out;
-  try {
-    auto header = nlohmann::ordered_json::parse(text);
-    for (auto& [name, v] : header.items()) {
-      if (name == "__metadata__") {
-        if (metadata) *metadata = v.get<std::map<std::string, std::string>>();
-        continue;
-      }
-      if (v.at("dtype") != "F32")
-        fail("{}: tensor {} is {}, only F32 is read", file.string(), name, v.at("dtype").dump());
-      auto shape = v.at("shape").get<std::vector<int64_t>>();
-      auto offs = v.at("data_offsets").get<std::vector<uint64_t>>();
-      int64_t numel = 1;
-      for (auto d : shape) numel *= d;
-      if (offs.size() != 2 || offs[1] - offs[0] != uint64_t(numel) * 4 || base + offs[1] > size)
-        fail("{}: tensor {} has inconsistent offsets or lies past the end of the file",
-             file.string(), name);
-      auto t = torch::empty(shape, torch::kFloat32);
-      in.seekg(std::streamoff(base + offs[0]));
-      in.read(reinterpret_cast<char*>(t.data_ptr<float>()), std::streamsize(numel * 4));
-      if (!in) fail("{}: cannot read tensor {}", file.string(), name);
-      out.emplace_back(name, t);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: corrupt safetensors header: {}", file.string(), e.what());
+  for (auto& e : index.tensors) {
+    auto t = torch::empty(e.shape, torch::kFloat32);
+    in.seekg(std::streamoff(index.data_offset + e.begin));
+    in.read(reinterpret_cast<char*>(t.data_ptr<float>()), std::streamsize(e.end - e.begin));
+    if (!in) fail("{}: cannot read tensor {}", file.string(), e.name);
+    out.emplace_back(e.name, t);
   }
   return out;
 }

@@ -28,6 +28,7 @@
 
 #include "core/sha256.h"
 #include "trainer/dist/communicator.h"
+#include "witness/verify/certificate.h"
 #include "witness/log/signing.h"
 
 namespace wit::witness {
@@ -121,16 +122,5 @@ double detection_probability(double f, int64_t c);
 double fiat_shamir_bound(double f, int64_t c, int grinding_bits);
 // The fewest challenges that catch a fraction f with probability >= p.
 int64_t challenges_for(double f, double p);
-
-// Certificates: the report as JSON, signed by the verifier.
-constexpr const char* kCertificateFormat = "wit-certificate-v2";
-nlohmann::json sign_certificate(nlohmann::json certificate, const SigningKey& key);
-// Checks that `verifier` signed every field; returns "" when valid, else what is wrong. A
-// certificate signed by any other key proves nothing to whoever trusts `verifier`.
-std::string check_certificate(const nlohmann::json& certificate, const PublicKey& verifier);
-// Checks that a certificate describes the run in `run` as it is now: its genesis, signed head,
-// dataset, trainer key, final state and published model. "" when it does.
-std::string check_certificate_against_run(const nlohmann::json& certificate,
-                                          const std::filesystem::path& run);
 
 }  // namespace wit::witness

@@ -1,0 +1,98 @@
+// Certificates (witness/verify/certificate.h).
+#include "witness/verify/certificate.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "witness/log/reader.h"
+
+namespace wit::witness {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json sign_certificate(json certificate, const SigningKey& key) {
+  certificate.erase("signature");
+  certificate["verifier_key"] = to_hex(key.public_key().data(), 32);
+  const Signature s = key.sign(std::string(kCertificateFormat) + certificate.dump());
+  certificate["signature"] = to_hex(s.data(), s.size());
+  return certificate;
+}
+
+namespace {
+
+Digest hex_field(const json& c, const char* name) {
+  if (!c.contains(name) || !c[name].is_string())
+    throw std::runtime_error(fmt::format("field '{}' is missing", name));
+  return digest_from_hex(c[name].get<std::string>(), name);
+}
+
+}  // namespace
+
+std::string check_certificate(const json& c, const PublicKey& verifier) {
+  try {
+    if (!c.is_object() || !c.contains("format") || !c["format"].is_string() ||
+        c["format"].get<std::string>() != kCertificateFormat)
+      return fmt::format("not a {} certificate", kCertificateFormat);
+    if (!c.contains("signature") || !c.contains("verifier_key") || !c["signature"].is_string() ||
+        !c["verifier_key"].is_string())
+      return "the certificate is not signed";
+    const PublicKey key = load_public_key(c["verifier_key"].get<std::string>());
+    if (key != verifier)
+      return fmt::format("signed by verifier key {}, not by the key required ({})", key_id(key),
+                         key_id(verifier));
+    json body = c;
+    body.erase("signature");
+    const std::string sig_hex = c["signature"].get<std::string>();
+    if (sig_hex.size() != 128 || sig_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return "the signature is not 64 bytes of hex";
+    Signature sig{};
+    for (size_t i = 0; i < 64; ++i)
+      sig[i] = uint8_t(std::stoul(sig_hex.substr(2 * i, 2), nullptr, 16));
+    if (!verify_signature(key, std::string(kCertificateFormat) + body.dump(), sig))
+      return "the signature does not match the certificate's contents (a field was changed)";
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("malformed certificate: ") + e.what();
+  }
+}
+
+std::string check_certificate_against_run(const json& c, const fs::path& run) {
+  try {
+    const fs::path log_file = run / kLogFileName;
+    if (!fs::exists(log_file)) return fmt::format("{} has no {}", run.string(), kLogFileName);
+    const WitnessLog log = read_log(log_file);
+    const LogReport lr = check_log(log);
+    if (!lr.ok()) return fmt::format("the run's log does not verify: {}", lr.problems.front().text());
+    if (!lr.complete || !lr.signed_heads) return "the run's log is not complete and signed";
+    auto differs = [&](const char* field, const std::string& run_value) -> std::string {
+      if (!c.contains(field) || !c[field].is_string() || c[field].get<std::string>() != run_value)
+        return fmt::format("field {} is not the run's ({}): the certificate is for another run "
+                           "or another state of it",
+                           field, run_value.substr(0, 16));
+      return "";
+    };
+    for (auto [field, value] : std::initializer_list<std::pair<const char*, std::string>>{
+             {"genesis", to_hex(log.genesis)},
+             {"manifest_root", to_hex(log.meta.manifest_root)},
+             {"data_layout", to_hex(log.meta.data_layout)},
+             {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
+             {"final_state_hash", to_hex(log.tables.checkpoints.back().fields.state_hash)}})
+      if (auto d = differs(field, value); !d.empty()) return d;
+    const json& head = c.at("signed_head");
+    if (!head.is_object() || !head.contains("hash") || !head["hash"].is_string() ||
+        head["hash"].get<std::string>() != to_hex(head_hash(*lr.signed_heads)))
+      return "field signed_head is not the run's last signed head: the log changed since";
+    const fs::path model = run / "model.safetensors";
+    if (!fs::exists(model)) return fmt::format("{} is missing", model.string());
+    if (hex_field(c, "model_sha256") != sha256(read_text_file(model)))
+      return fmt::format("{} is not the model the certificate names (model_sha256)",
+                         model.string());
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("cannot check the certificate against the run: ") + e.what();
+  }
+}
+
+}  // namespace wit::witness

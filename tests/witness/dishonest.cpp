@@ -15,6 +15,11 @@
 //     splice-checkpoint STEP FILE  put FILE's state (another run's checkpoint) in place of the
 //                                checkpoint after STEP, under this run's header, and log its hash
 //     claim-seed SEED            claim the run started from another initialisation seed
+//     second-final-eval          add a val/loss row of 1.0 for the last step, before the real one
+//     extra-metric               add a test/accuracy row for the last step
+//     grind-fiat-shamir C STEP...  forge the loss at each STEP, then vary the first forged loss
+//                                and re-sign until the Fiat–Shamir draws of C challenges miss
+//                                every forged segment (prints the tries it took)
 //
 // Dishonest training: RUN (an honest run, or a copy) gives the config in its config.yaml; its
 // log, checkpoints and model are replaced by a run trained in-process with the trainer's own
@@ -37,6 +42,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
+#include <set>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -56,6 +63,7 @@
 #include "trainer/witnessing.h"
 #include "witness/log/reader.h"
 #include "witness/log/writer.h"
+#include "witness/verify/verify.h"
 
 namespace wit::witness {
 namespace {
@@ -183,6 +191,46 @@ int rewrite(int argc, char** argv) {
       const Checkpoint c = load_checkpoint(ck);
       row.fields.state_hash = save_checkpoint(
           ck, {c.info.step, c.info.num_params, meta.genesis(), {}}, c.params, c.m, c.v);
+    }
+  } else if (attack == "second-final-eval") {
+    EvalRow fake = t.evals.back();
+    fake.fields.value = 1.0f;
+    t.evals.insert(t.evals.end() - 1, fake);
+  } else if (attack == "extra-metric") {
+    EvalRow extra = t.evals.back();
+    extra.fields.split = "test";
+    extra.fields.metric = "accuracy";
+    extra.fields.value = 0.99f;
+    t.evals.push_back(extra);
+  } else if (attack == "grind-fiat-shamir") {
+    const int64_t c = int64_t(arg(0));
+    if (argc < 6) fail("grind-fiat-shamir needs C and at least one STEP");
+    const RunConfig rc = run_config_from(parse_committed(meta.committed_yaml, "committed"));
+    const uint64_t n = t.steps.size(), K = uint64_t(rc.train.checkpoint_every);
+    const uint64_t segments = (n + K - 1) / K;
+    std::set<uint64_t> forged;  // segments holding a forged step
+    for (int i = 5; i < argc; ++i) {
+      const uint64_t s = std::stoull(argv[i]);
+      t.steps.at(s).fields.loss = other_bits(t.steps.at(s).fields.loss);
+      forged.insert(s / K);
+    }
+    StepFields& free_bits = t.steps.at(std::stoull(argv[5])).fields;
+    for (uint64_t tries = 1;; ++tries) {
+      rechain_and_sign(meta, t, key);
+      const SignatureRow& sig = t.signatures.back();
+      Heads signed_head = sig.heads;
+      signed_head.genesis = meta.genesis();
+      bool caught = false;
+      for (uint64_t k : draw_segments(fiat_shamir_key(signed_head), c, segments))
+        caught |= forged.count(k) > 0;
+      if (!caught) {
+        fmt::print("grind-fiat-shamir: a log whose {} draws miss every forged segment after {} "
+                   "tries\n",
+                   c, tries);
+        break;
+      }
+      if (tries > 1'000'000) fail("grind-fiat-shamir: no escaping log in a million tries");
+      free_bits.loss = std::nextafter(free_bits.loss, 1e30f);  // another lie, another head
     }
   } else {
     fail("unknown attack {}", attack);

@@ -174,10 +174,8 @@ Digest challenge_key(const VerifyOptions& o, const LogReport& lr, dist::Communic
       return key;
     case ChallengeSource::VerifierSeed:
       return Sha256().update("wit-challenge-seed-v1").update_u64(o.seed).finish();
-    case ChallengeSource::FiatShamir: {
-      const Digest head = head_hash(*lr.signed_heads);
-      return Sha256().update("wit-challenge-fs-v1").update(head.data(), head.size()).finish();
-    }
+    case ChallengeSource::FiatShamir:
+      return fiat_shamir_key(*lr.signed_heads);
   }
   fail("internal: unknown challenge source");
 }
@@ -194,6 +192,9 @@ std::string challenge_source_text(const VerifyOptions& o, const LogReport& lr) {
   return "?";
 }
 
+
+}  // namespace
+
 // Draw i: uniform in [0, n), by rejection from SHA-256(key ‖ i ‖ j), so no index is favoured.
 uint64_t draw_below(const Digest& key, uint64_t i, uint64_t n) {
   const uint64_t limit = (~uint64_t(0) / n) * n;
@@ -208,7 +209,17 @@ uint64_t draw_below(const Digest& key, uint64_t i, uint64_t n) {
   }
 }
 
-}  // namespace
+Digest fiat_shamir_key(const Heads& signed_head) {
+  const Digest head = head_hash(signed_head);
+  return Sha256().update("wit-challenge-fs-v1").update(head.data(), head.size()).finish();
+}
+
+std::vector<uint64_t> draw_segments(const Digest& key, int64_t c, uint64_t segments) {
+  std::vector<uint64_t> out;
+  if (segments <= 2) return out;
+  for (int64_t i = 0; i < c; ++i) out.push_back(1 + draw_below(key, uint64_t(i), segments - 2));
+  return out;
+}
 
 const char* challenge_kind_name(ChallengeSource s) {
   switch (s) {
@@ -506,8 +517,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     out.always_replayed = {segments.front().first, segments.back().first};
     const uint64_t middle = segments.size() > 2 ? segments.size() - 2 : 0;
     out.draws = middle > 0 ? o.challenges : 0;
-    for (int64_t i = 0; i < out.draws; ++i) {
-      const uint64_t k = 1 + draw_below(key, uint64_t(i), middle);
+    for (uint64_t k : draw_segments(key, out.draws, segments.size())) {
       out.drawn.push_back(segments[k].first);
       replay.insert(k);
     }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The guarantee against a trainer who controls its log, its key and its files: each class of
+# attack that once got a forged run certified is refused now.
+#   1. grinding Fiat–Shamir challenges: refused under the default; under --fiat-shamir the
+#      certificate states no bound it cannot keep;
+#   2. the ends: a model trained further than logged, a first checkpoint from another
+#      initialisation — rejected whatever the draws, since the first and last segments are
+#      always replayed;
+#   4. rows nothing checks: a second final eval, a test/accuracy row;
+#   6. certificates: signed by another key, or copied beside another run;
+#   7. a corrupt checkpoint no challenge loads; damaged logs neither hang nor crash a reader.
+# Usage: guarantee.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
+source "$(dirname "$0")/verify_setup.sh"
+"$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null || fail "train n1"
+"$wit" train "$cfg" "${sets[@]}" --set train.seed=5 --out "$work/other" -q >/dev/null || fail "train other"
+fresh() { rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate."*; }
+verify_k() { "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" "${@:2}"; }
+
+# 1. A forger who grinds signed heads until the Fiat-Shamir draws miss its forged segment
+# (segment 1 of the 2 middle ones: a quarter of the steps forged).
+fresh
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" grind-fiat-shamir 8 4 | tee "$work/grind.out" || fail "grind"
+verify_k "$work/lie" --fiat-shamir -c 8 >"$work/fs.out" 2>&1 || { cat "$work/fs.out"; fail "the ground log was not certified under --fiat-shamir (the grind did not work)"; }
+/usr/bin/python3 - "$work/lie/certificate.json" <<'PY' || fail "Fiat-Shamir certificate overstates its bound"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["challenge_source"]["kind"] == "fiat-shamir" and c["challenge_source"]["grinding_budget_bits"] == 40
+assert "only against a trainer who did not retry" in c["guarantee"]["statement"]
+for b in c["guarantee"]["bounds"]:
+    # f = 25 %, c = 8, 2^40 tries: 2^40 * 0.75^8 > 1, so no guarantee may be stated.
+    assert b["rejected_with_probability_at_least"] == 0.0, b
+print("fiat-shamir certificate of the ground log: bound 0 at every f (no guarantee), as it must")
+PY
+rm -f "$work/lie/certificate."*
+if verify_k "$work/lie" -c 20 >"$work/def.out" 2>&1; then cat "$work/def.out"; fail "the ground log was certified under the default challenges"; fi
+grep -q "REJECTED: challenges: step 4, field loss" "$work/def.out" || { cat "$work/def.out"; fail "ground log: reason"; }
+echo "grinding forger: certified only by --fiat-shamir with no bound; default: $(grep REJECTED "$work/def.out")"
+
+# 2. The ends, whatever the draws: a model trained further than logged (another run's final
+# state and model, re-headed and logged), and a first checkpoint from another initialisation.
+fresh
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" splice-checkpoint 12 "$work/other/checkpoints/step_00000012.ckpt" >/dev/null || fail splice
+cp "$work/other/model.safetensors" "$work/lie/model.safetensors"
+for seed in 1 2 3 4 5 6; do
+  if verify_k "$work/lie" -c 1 --seed $seed >"$work/end.out" 2>&1; then cat "$work/end.out"; fail "another final state certified (seed $seed)"; fi
+  grep -q "REJECTED: challenges: checkpoint after step 12" "$work/end.out" || { cat "$work/end.out"; fail "final state: reason"; }
+done
+echo "another final state and model: rejected for seeds 1-6 ($(grep REJECTED "$work/end.out"))"
+fresh
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" splice-checkpoint 3 "$work/other/checkpoints/step_00000003.ckpt" >/dev/null || fail splice
+for seed in 1 2 3 4 5 6; do
+  if verify_k "$work/lie" -c 1 --seed $seed >"$work/start.out" 2>&1; then cat "$work/start.out"; fail "a first checkpoint from another init certified (seed $seed)"; fi
+  grep -q "REJECTED: challenges: checkpoint after step 3" "$work/start.out" || { cat "$work/start.out"; fail "first checkpoint: reason"; }
+done
+echo "a first checkpoint from another initialisation: rejected for seeds 1-6"
+
+# 4. Rows nothing checked: every row is on the committed schedule, or the log is refused, by
+# `wit inspect` as by `wit verify` (these logs are chained and signed with the run's key).
+for attack in second-final-eval extra-metric; do
+  fresh
+  "$liar" "$work/lie" "$WIT_SIGNING_KEY" $attack >/dev/null || fail "$attack"
+  "$wit" inspect "$work/lie" >"$work/rows.out" 2>&1 && fail "$attack: wit inspect accepts the log"
+  grep -q "PROBLEM      evals row 2, field step: step 12 comes after step 12" "$work/rows.out" || { cat "$work/rows.out"; fail "$attack: inspect message"; }
+  check_rejected_anyway() {
+    if verify_k "$work/lie" -c 4 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "$attack was certified"; fi
+    grep -q "REJECTED: structure: evals row 2, field step" "$work/lie.out" || { cat "$work/lie.out"; fail "$attack: reason"; }
+  }
+  check_rejected_anyway
+  echo "lie $attack: $(grep REJECTED "$work/lie.out")"
+done
+
+# 6. Certificates bind to a verifier's key and to the run.
+verify_k "$work/n1" -c 4 >/dev/null 2>&1 || fail "honest n1 not certified"
+"$wit" keygen --out "$work/mallory.pem" >/dev/null
+/usr/bin/python3 - "$work/n1/certificate.json" "$work/forged-cert.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["result"] = "certified"; c["verifier_key"] = "00" * 32
+json.dump(c, open(sys.argv[2], "w"))
+PY
+"$wit" verify --check-certificate "$work/forged-cert.json" --verifier-key "$work/verifier.pem.pub" "$work/n1" >"$work/cert.out" 2>&1 && fail "a certificate naming another key was accepted"
+grep -q "INVALID certificate.*not by the key required" "$work/cert.out" || { cat "$work/cert.out"; fail "other key: message"; }
+"$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/mallory.pem.pub" >"$work/cert.out" 2>&1 && fail "a certificate accepted for a key that did not sign it"
+"$wit" verify --check-certificate "$work/n1/certificate.json" >"$work/cert.out" 2>&1 && fail "a certificate checked without a verifier key"
+grep -q "needs --verifier-key" "$work/cert.out" || { cat "$work/cert.out"; fail "no key: message"; }
+cp "$work/n1/certificate.json" "$work/other/certificate.json"
+"$wit" verify --check-certificate "$work/other/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/other" >"$work/cert.out" 2>&1 && fail "a certificate copied beside another run was accepted"
+grep -q "INVALID certificate.*field genesis is not the run's" "$work/cert.out" || { cat "$work/cert.out"; fail "copied certificate: message"; }
+"$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/n1" >/dev/null || fail "the honest certificate does not check"
+echo "certificates: another key, no key, copied beside another run: refused; the honest one checks"
+
+# 7. A corrupt checkpoint in a stretch no challenge would load, and damaged logs.
+fresh
+/usr/bin/python3 - "$work/lie/checkpoints/step_00000006.ckpt" <<'PY'
+import sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 1; open(p, "wb").write(b)
+PY
+verify_k "$work/lie" -c 1 --seed 1 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a corrupt checkpoint was certified"; }
+grep -q "REJECTED: structure: .*step_00000006.ckpt: checkpoint contents do not match" "$work/ck.out" || { cat "$work/ck.out"; fail "corrupt checkpoint: reason"; }
+echo "a corrupt middle checkpoint: $(grep REJECTED "$work/ck.out")"
+size=$(stat -c %s "$work/n1/witness.h5")
+crashed=0 hung=0 tried=0
+for ((at = 0; at < size; at += size / 80 + 1)); do
+  cp "$work/n1/witness.h5" "$work/flip.h5"
+  printf "$(printf '\\x%02x' $(( ($(od -An -tu1 -j $at -N1 "$work/flip.h5") ^ 0x5a) )))" |
+    dd of="$work/flip.h5" bs=1 seek=$at conv=notrunc status=none
+  timeout 20 "$wit" inspect "$work/flip.h5" >/dev/null 2>&1
+  rc=$?
+  tried=$((tried + 1))
+  [ $rc -eq 124 ] && { hung=$((hung + 1)); echo "byte $at: wit inspect hung"; }
+  [ $rc -gt 1 ] && [ $rc -ne 124 ] && { crashed=$((crashed + 1)); echo "byte $at: wit inspect exited $rc"; }
+done
+[ $hung -eq 0 ] && [ $crashed -eq 0 ] || fail "$hung hangs and $crashed crashes over $tried damaged logs"
+echo "damaged logs: $tried single-byte damages, each refused or read in time, none crashed"
+echo "guarantee: every class refused"

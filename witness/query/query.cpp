@@ -20,6 +20,9 @@ namespace wit::witness {
 using nlohmann::json;
 
 constexpr const char* kProofFormat = "wit-query-proof-v2";
+// Epochs a proof checker walks at most (each costs a permutation inverse per sample of the
+// document): far beyond any real run, well short of a hang.
+constexpr uint64_t kMaxCheckedEpochs = 1'000'000;
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -355,6 +358,11 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
     invalid(std::string("the run's committed config: ") + e.what());
   }
   if (facts.steps > facts.total_steps) invalid("the signed head covers more steps than the run has");
+  // Positions are u64 and each epoch costs a permutation inverse per sample: refuse a schedule
+  // whose end overflows or that spans more epochs than a checker should walk.
+  const unsigned __int128 end = (unsigned __int128)facts.steps * facts.micro_batches *
+                                facts.micro_batch_size;
+  if (end >> 62) invalid("the run's schedule is too long to check (its positions overflow)");
 
   // The dataset: the tree and stream lengths must give the trusted root.
   const json& ds = field(p, "dataset");
@@ -407,6 +415,9 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
   // The verdict, recomputed from what is bound: the records and the committed schedule.
   ScheduleFacts f{facts.data_seed, facts.seq_len, facts.micro_batches, facts.micro_batch_size,
                   samples_of(train_tokens, facts.seq_len), facts.end_position()};
+  if (f.epochs() > kMaxCheckedEpochs)
+    invalid(fmt::format("the run spans {} epochs of its data; a proof is checked over at most {}",
+                        f.epochs(), kMaxCheckedEpochs));
   std::map<uint64_t, data::Permutation> epochs;
   std::vector<Occurrence> occurrences;
   const Verdict v = decide(copies, occurrences, f, [&](uint64_t e) -> const data::Permutation& {

@@ -112,4 +112,19 @@ for ((at = 0; at < size; at += size / 80 + 1)); do
 done
 [ $hung -eq 0 ] && [ $crashed -eq 0 ] || fail "$hung hangs and $crashed crashes over $tried damaged logs"
 echo "damaged logs: $tried single-byte damages, each refused or read in time, none crashed"
+# 3. The dataset's location is an unsigned hint: pointing it elsewhere is the verifier's error to
+# fix (--data), never a verdict against an honest trainer.
+fresh
+/usr/bin/python3 - "$work/lie/witness.h5" <<'PY'
+import sys, json, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    s = json.loads(f["meta"].attrs["sessions_json"].decode())
+    s[-1]["data_dir"] = "/nonexistent-dataset"
+    f["meta"].attrs["sessions_json"] = np.bytes_(json.dumps(s).encode())
+PY
+verify_k "$work/lie" -c 2 >"$work/hint.out" 2>&1 && { cat "$work/hint.out"; fail "a run with a moved dataset hint verified without --data"; }
+grep -q "REJECTED" "$work/hint.out" && { cat "$work/hint.out"; fail "an edited dataset hint rejected an honest run"; }
+grep -q "wit: error: /nonexistent-dataset .*give the run's dataset with --data" "$work/hint.out" || { cat "$work/hint.out"; fail "dataset hint: message"; }
+verify_k "$work/lie" -c 2 --data "$work/data" >"$work/hint.out" 2>&1 || { cat "$work/hint.out"; fail "with --data the honest run is not certified"; }
+echo "an edited dataset hint: an error asking for --data, not a verdict; with --data: certified"
 echo "guarantee: every class refused"

@@ -231,6 +231,23 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   const fs::path data_dir = o.data.empty() ? dataset_hint(log) : o.data;
   if (data_dir.empty())
     fail("{} does not say where its dataset was: give it with --data", log_file.string());
+  if (o.data.empty()) {
+    // The hint is unsigned: a dataset it points to that is missing or not the committed one is
+    // the verifier's problem to solve (--data), never evidence against the trainer.
+    const fs::path manifest = data_dir / data::kManifestFile;
+    std::string why;
+    if (!fs::exists(manifest)) {
+      why = "has no " + std::string(data::kManifestFile);
+    } else {
+      const data::Manifest m = data::read_manifest(manifest);
+      if (m.root != log.meta.manifest_root || data::layout_digest(m) != log.meta.data_layout)
+        why = "is not the dataset the run committed to";
+    }
+    if (!why.empty())
+      fail("{} (where the log's unsigned session facts say the dataset was) {}: give the run's "
+           "dataset with --data",
+           data_dir.string(), why);
+  }
   const Tables& t = log.tables;
   const std::string nondeterminism = declared_nondeterminism(cfg);
   out.steps = lr.valid_steps;

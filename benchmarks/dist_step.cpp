@@ -17,7 +17,8 @@
 #include "core/config.h"
 #include "trainer/data/dataset.h"
 #include "trainer/dist/mpi_communicator.h"
-#include "trainer/engine.h"
+#include "trainer/layout.h"
+#include "trainer/run_plan.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
 
@@ -102,22 +103,19 @@ int main(int argc, char** argv) {
     sets.push_back("dist.mode=" + mode);
     const auto cfg = wit::config::Config::parse("{}", "benchmark", wit::run_schema(), sets);
     const auto rc = wit::run_config_from(cfg);
-    wit::dist::check_world_size(comm.size(), rc.train.micro_batches);
     wit::set_compute_threads(int(rc.train.threads));
     wit::keep_freed_memory();
     const auto ds = wit::data::Dataset::open(rc.data.dir);
-    const wit::BatchSource batches(ds.train(), rc.data.seq_len, rc.train.micro_batch_size,
-                                   rc.train.micro_batches, rc.data.seed);
-    auto engine = wit::make_engine(rc.dist_mode, rc.model, comm);
-    engine->init(1);
-    wit::StepContext ctx{&batches, rc.optim, rc.train.steps, rc.train.seed, &comm};
-    engine->step(ctx);  // warm-up
+    const wit::RunPlan plan(rc, ds);
+    auto layout = wit::make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, comm);
+    layout->init(1);
+    wit::train_step(*layout, plan.context());  // warm-up
     std::vector<double> step_s, comm_s;
     for (int i = 0; i < steps; ++i) {
       comm.barrier();
       comm.seconds = 0;
       auto t0 = Clock::now();
-      engine->step(ctx);
+      wit::train_step(*layout, plan.context());
       step_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       comm_s.push_back(comm.seconds);
     }
@@ -127,10 +125,10 @@ int main(int argc, char** argv) {
     std::vector<double> all(3 * size_t(comm.size()));
     comm.all_gather_bytes(mine, sizeof mine, all.data());
     if (comm.is_root()) {
-      nlohmann::json j = {{"mode", engine->layout()},
+      nlohmann::json j = {{"mode", layout->name()},
                           {"world", comm.size()},
-                          {"params", engine->num_params()},
-                          {"state_bytes_per_rank", engine->state_bytes()},
+                          {"params", layout->num_params()},
+                          {"state_bytes_per_rank", layout->state_bytes()},
                           {"tokens_per_step", rc.tokens_per_step()}};
       double step = 0, comm_time = 0, rss = 0;
       for (int r = 0; r < comm.size(); ++r) {

@@ -18,6 +18,7 @@
 #include "trainer/data/prepare.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
+#include "trainer/run_plan.h"
 #include "trainer/step.h"
 #include "trainer/train_loop.h"
 
@@ -43,21 +44,18 @@ Result measure(const std::string& name, const fs::path& config, std::vector<std:
   auto cfg = wit::config::Config::load(config, wit::run_schema(), sets);
   const auto rc = wit::run_config_from(cfg);
   const auto ds = wit::data::Dataset::open(rc.data.dir);
-  const wit::BatchSource batches(ds.train(), rc.data.seq_len, rc.train.micro_batch_size,
-                                 rc.train.micro_batches, rc.data.seed);
-  wit::model::GPT model(rc.model);
-  model.init_weights(1);
-  auto opt = wit::OptimizerState::zeros(model.num_params());
-  wit::GradientPool pool(model.num_params());
-  wit::StepContext ctx{&batches, rc.optim, rc.train.steps, rc.train.seed};
-  wit::train_step(model, opt, ctx, pool);  // warm-up: allocations, first-touch
+  const wit::RunPlan plan(rc, ds);
+  auto single = wit::dist::make_single_process();
+  auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *single);
+  layout->init(1);
+  wit::train_step(*layout, plan.context());  // warm-up: allocations, first-touch
   const double tokens = double(rc.tokens_per_step());
   const double flops_per_step = wit::model::gpt_flops_per_token(rc.model, rc.data.seq_len) * tokens;
   std::vector<double> secs, rates, refs, ratios;
   for (int i = 0; i < steps; ++i) {
     const double before = wit::measure_matmul_flops(5);
     auto t0 = Clock::now();
-    wit::train_step(model, opt, ctx, pool);
+    wit::train_step(*layout, plan.context());
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     const double after = wit::measure_matmul_flops(5);
     const double ref = (before + after) / 2;
@@ -70,7 +68,7 @@ Result measure(const std::string& name, const fs::path& config, std::vector<std:
     ratios.push_back(flops_per_step / s / ref);
   }
   return {
-      name,          double(model.num_params()), tokens, median(secs), median(rates), median(refs),
+      name,          double(layout->num_params()), tokens, median(secs), median(rates), median(refs),
       median(ratios)};
 }
 

@@ -27,6 +27,7 @@
 #include "trainer/data/prepare.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
+#include "trainer/run_plan.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
 #include "witness/log/writer.h"
@@ -145,15 +146,14 @@ struct Result {
 Result measure(const std::string& name, const Run& run, const wit::data::Dataset& ds, int pairs,
                double target) {
   const auto& rc = run.rc;
-  const wit::BatchSource batches(ds.train(), rc.data.seq_len, rc.train.micro_batch_size,
-                                 rc.train.micro_batches, rc.data.seed);
-  wit::model::GPT model(rc.model);
-  model.init_weights(1);
-  const int64_t P = model.num_params(), M = rc.train.micro_batches;
-  auto opt = wit::OptimizerState::zeros(P);
-  wit::GradientPool pool(P);
+  const wit::RunPlan plan(rc, ds);
+  const wit::BatchSource& batches = plan.batches();
   auto comm = wit::dist::make_single_process();
-  wit::StepContext plain{&batches, rc.optim, rc.train.steps, rc.train.seed, comm.get()};
+  auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *comm);
+  layout->init(1);
+  const int64_t P = layout->num_params(), M = rc.train.micro_batches;
+  const wit::OptimizerState& opt = layout->optimizer();
+  wit::StepContext plain = plan.context();
   plain.witness = false;
   wit::StepContext witnessed = plain;
   witnessed.witness = true;
@@ -168,11 +168,11 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
 
   auto run_plain = [&](bool timed) {
     const auto t0 = Clock::now();
-    wit::train_step(model, opt, plain, pool);
+    wit::train_step(*layout, plain);
     const double s = secs_since(t0);
     // The parts, alone, on what the witnessed step would have seen: the parameters just updated,
     // this step's micro-batches.
-    const float* params = model.flat_params().data_ptr<float>();
+    const float* params = layout->local_params().data_ptr<float>();
     auto t1 = Clock::now();
     const auto sketch = wit::witness::sketch_weights(params, 0, P);
     const double sk = secs_since(t1);
@@ -198,7 +198,7 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   };
   auto run_witnessed = [&](bool timed) {
     const auto t0 = Clock::now();
-    const wit::StepRecord rec = wit::train_step(model, opt, witnessed, pool);
+    const wit::StepRecord rec = wit::train_step(*layout, witnessed);
     const double step = secs_since(t0);
     auto f = wit::step_fields(rec);
     f.step = rows++;

@@ -50,6 +50,22 @@ struct RunConfig {
   int64_t tokens_per_step() const {
     return train.micro_batches * train.micro_batch_size * data.seq_len;
   }
+  // The committed cadence: after which step counts the witness log holds a fingerprint, a val
+  // loss and a checkpoint (each also after the last step). The trainer writes these rows and
+  // the log's check (witness/log/reader.cpp) accepts no others.
+  bool fingerprint_after(int64_t steps_done) const {
+    return on_schedule(witness.fingerprint_every, steps_done, train.steps);
+  }
+  bool eval_after(int64_t steps_done) const {
+    return on_schedule(train.eval_every, steps_done, train.steps);
+  }
+  bool checkpoint_after(int64_t steps_done) const {
+    return on_schedule(train.checkpoint_every, steps_done, train.steps);
+  }
+  // After every `every` steps (0: never) and after the last of `total`.
+  static bool on_schedule(int64_t every, int64_t steps_done, int64_t total) {
+    return steps_done == total || (every > 0 && steps_done % every == 0 && steps_done < total);
+  }
 };
 
 const config::Schema& run_schema();

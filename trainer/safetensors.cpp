@@ -58,11 +58,13 @@ NamedTensors read_safetensors(const std::filesystem::path& file,
   return out;
 }
 
-void export_gpt2_safetensors(const model::GPT& model, const std::filesystem::path& file,
+void export_gpt2_safetensors(const model::GPTConfig& cfg, const torch::Tensor& flat,
+                             const std::filesystem::path& file,
                              const std::map<std::string, std::string>& metadata) {
+  WIT_CHECK(flat.numel() == model::gpt_param_count(cfg), "{} parameters for a model of {}",
+            flat.numel(), model::gpt_param_count(cfg));
   NamedTensors tensors;
-  const auto& flat = model.flat_params();
-  for (auto& s : model.specs()) {
+  for (auto& s : model::gpt_param_specs(cfg)) {
     auto t = flat.narrow(0, s.offset, s.numel).view(s.shape);
     tensors.emplace_back(s.name, s.hf_transposed ? t.t().contiguous() : t);
   }

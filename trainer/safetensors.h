@@ -24,7 +24,9 @@ void write_safetensors(const std::filesystem::path& file, const NamedTensors& te
 NamedTensors read_safetensors(const std::filesystem::path& file,
                               std::map<std::string, std::string>* metadata = nullptr);
 
-void export_gpt2_safetensors(const model::GPT& model, const std::filesystem::path& file,
+// The flat parameter vector `params` (P,) of a model of `cfg`, in Hugging Face GPT-2 layout.
+void export_gpt2_safetensors(const model::GPTConfig& cfg, const torch::Tensor& params,
+                             const std::filesystem::path& file,
                              const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace wit

@@ -3,17 +3,11 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstring>
-#include <functional>
 
 #include "core/error.h"
-#include "trainer/bucket_reducer.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {
-
-OptimizerState OptimizerState::zeros(int64_t n) {
-  return {torch::zeros({n}, torch::kFloat32), torch::zeros({n}, torch::kFloat32), 0};
-}
 
 uint64_t micro_batch_seed(uint64_t run_seed, int64_t step, int64_t micro) {
   return digest_prefix_u64(Sha256()
@@ -28,12 +22,14 @@ uint64_t init_seed(uint64_t run_seed) {
   return digest_prefix_u64(Sha256().update("wit-init-v1").update_u64(run_seed).finish());
 }
 
-torch::Tensor GradientPool::take() {
-  if (free_.empty()) return torch::zeros({n_}, torch::kFloat32);
-  auto t = std::move(free_.back());
-  free_.pop_back();
-  t.zero_();
-  return t;
+StepContext make_step_context(const RunConfig& rc, const BatchSource& batches) {
+  StepContext ctx;
+  ctx.data = &batches;
+  ctx.optim = rc.optim;
+  ctx.total_steps = rc.train.steps;
+  ctx.run_seed = rc.train.seed;
+  ctx.canonical_reduction = rc.dist_reduction == "canonical";
+  return ctx;
 }
 
 std::vector<optim::DecaySegment> decay_segments_of(const std::vector<model::ParamSpec>& specs) {
@@ -51,47 +47,6 @@ int64_t padded_size(int64_t num_params, int world) {
   return (num_params + world - 1) / world * world;
 }
 
-namespace {
-
-// Forward and backward of one micro-batch unit by unit (embeddings, blocks, final norm), each
-// unit's graph joined to the next by a detached input, so that `unit_done(u)` can be called as
-// soon as unit u's gradients are final. The same kernels on the same values as GPT::loss, so the
-// same gradient bits; gradients land where model.bind_grads put them.
-model::Loss backward_by_unit(model::GPT& model, const MicroBatch& mb, torch::Generator gen,
-                             const std::function<void(const model::Unit&)>& unit_done) {
-  const auto& cfg = model.config();
-  const auto& p = model.params();
-  const auto units = model::gpt_units(cfg);
-  const size_t last = units.size() - 1;
-  model::Dropout dropout{cfg.dropout, true, std::move(gen)};
-  auto x0 = model::gpt_embed(cfg, p[0], p[1], mb.x, dropout);
-  std::vector<torch::Tensor> inputs, outputs;
-  auto h = x0.detach().requires_grad_();
-  for (size_t u = 1; u < last; ++u) {
-    inputs.push_back(h);
-    std::vector<torch::Tensor> unit(p.begin() + long(units[u].first_spec),
-                                    p.begin() + long(units[u].last_spec));
-    outputs.push_back(model::gpt_block(cfg, h, unit, model.mask(), dropout));
-    h = outputs.back().detach().requires_grad_();
-  }
-  const size_t n = p.size();
-  auto loss =
-      model::cross_entropy_mean(model::gpt_head_logits(cfg, h, p[n - 2], p[n - 1], p[0]), mb.y);
-  loss.objective.backward();
-  unit_done(units[last]);
-  torch::Tensor g = h.grad();
-  for (size_t u = last - 1; u >= 1; --u) {
-    outputs[u - 1].backward(g);
-    g = inputs[u - 1].grad();
-    unit_done(units[u]);
-  }
-  x0.backward(g);
-  unit_done(units[0]);
-  return loss;
-}
-
-}  // namespace
-
 StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& ctx) {
   StepRecord rec;
   rec.step = step;
@@ -103,12 +58,28 @@ StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& 
 PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int64_t micro,
                                        std::vector<MicroBatchWitness>& witnessed) {
   const BatchSource& data = *ctx.data;
-  const auto tokens = data.micro_batch_tokens(step, micro);
+  auto tokens = data.micro_batch_tokens(step, micro);
   const uint64_t seed = micro_batch_seed(ctx.run_seed, step, micro);
   if (ctx.witness)
     witnessed.push_back({micro, witness::micro_batch_hash(tokens.data(), tokens.size()), seed});
-  return {to_micro_batch(tokens, data.micro_batch_size(), data.seq_len()),
+  const int64_t T = data.seq_len();
+  if (ctx.feed) tokens = ctx.feed(step, micro, std::move(tokens));
+  return {to_micro_batch(tokens, int64_t(tokens.size()) / (T + 1), T),
           at::make_generator<at::CPUGeneratorImpl>(seed)};
+}
+
+StepRecord committed_inputs(const StepContext& ctx, int64_t step) {
+  StepRecord rec = begin_step(*ctx.data, step, ctx);
+  std::vector<Digest> hashes;
+  std::vector<uint64_t> seeds;
+  for (int64_t i = 0; i < ctx.data->micro_batches(); ++i) {
+    const auto tokens = ctx.data->micro_batch_tokens(step, i);
+    hashes.push_back(witness::micro_batch_hash(tokens.data(), tokens.size()));
+    seeds.push_back(micro_batch_seed(ctx.run_seed, step, i));
+  }
+  rec.batch_hash = witness::batch_hash(hashes);
+  rec.rng_commitment = witness::rng_commitment(seeds);
+  return rec;
 }
 
 std::pair<int64_t, int64_t> sketch_slice(int64_t P, int rank, int world) {
@@ -165,109 +136,178 @@ void seal_record(StepRecord& rec, const std::vector<MicroBatchWitness>& mine,
   rec.weight_fingerprint = weights.bytes();
 }
 
-witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Tensor& y,
-                                   int64_t steps_done) {
-  torch::NoGradGuard no_grad;
-  const int64_t S = y.size(0), T = y.size(1);
-  auto logp = torch::log_softmax(logits, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1).contiguous();
-  auto argmax = logits.argmax(-1).to(torch::kInt64).contiguous();
-  const float* lp = logp.data_ptr<float>();
-  const int64_t* am = argmax.data_ptr<int64_t>();
-  witness::ProbeFields f;
-  f.step = uint64_t(steps_done);
-  for (int64_t s = 0; s < S; ++s) {
-    double sum = 0;  // left to right: a fixed order whatever the thread count
-    for (int64_t t = 0; t < T; ++t) sum += double(lp[s * T + t]);
-    f.mean_logprob.push_back(float(sum / double(T)));
+namespace {
+
+// Leaves for a unit's parameters (views of `params`) whose gradients accumulate into `grad`.
+std::vector<torch::Tensor> leaves(const Layout& L, size_t u, const torch::Tensor& params,
+                                  const torch::Tensor& grad) {
+  auto views = model::unit_tensors(L.specs(), L.units()[u], params);
+  auto grads = model::unit_tensors(L.specs(), L.units()[u], grad);
+  for (size_t i = 0; i < views.size(); ++i) {
+    views[i] = views[i].detach().requires_grad_();
+    views[i].mutable_grad() = grads[i];
   }
-  std::vector<uint16_t> tokens(am, am + S * T);
-  f.argmax_digest = witness::probe_argmax_digest(tokens);
-  return f;
+  return views;
 }
 
-void finish_step(StepRecord& rec, double grad_norm, float* g, int64_t n, float* params,
-                 OptimizerState& opt, const std::vector<optim::DecaySegment>& segments) {
-  rec.grad_norm = float(grad_norm);
-  rec.clip_factor = optim::clip_grads(g, n, grad_norm, rec.hyper.grad_clip);
-  optim::adamw_update(params, g, opt.m.data_ptr<float>(), opt.v.data_ptr<float>(), n, segments,
-                      opt.step + 1, rec.hyper);
-  ++opt.step;
+// Forward and backward of one micro-batch, unit by unit: embeddings (unit 0), blocks 1..L, and
+// the head (final norm, unit L+1, with the tied embedding). Each unit's gradient is handed to
+// the layout as soon as it is final: the head's, each block's last to first, the embeddings'
+// last (their gradient gets the head's part first). Units are joined by detached inputs, so the
+// values and kernels are those of one whole-model graph.
+//   Without recompute: the forward keeps every unit's graph, the backward walks them back.
+//   With recompute: the forward keeps each unit's input and its dropout generator state only;
+//   the backward recomputes the unit with a graph from them (one unit in memory at a time).
+// Returns the micro-batch's mean loss.
+double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
+  const auto& cfg = L.config();
+  const size_t last = L.units().size() - 1;
+  const bool recompute = L.recompute();
+  std::vector<torch::Tensor> inputs(last), outputs(last);  // [u]: block u's input and output
+  std::vector<torch::Generator> gen_at(last);              // [u]: generator before unit u
+  torch::Tensor x0;  // the embedding's output (with a graph unless recomputing)
+  torch::Tensor h;   // the input of the next unit
+  torch::Tensor g_emb;
+  {
+    std::optional<torch::NoGradGuard> no_grad;
+    if (recompute) no_grad.emplace();
+    model::Dropout d{cfg.dropout, true, gen};
+    if (recompute) gen_at[0] = gen.clone();
+    torch::Tensor p0 = L.unit_params(0);
+    std::vector<torch::Tensor> emb;
+    if (recompute) {
+      emb = model::unit_tensors(L.specs(), L.units()[0], p0);
+    } else {
+      g_emb = L.unit_grad(0);
+      emb = leaves(L, 0, p0, g_emb);
+    }
+    x0 = model::gpt_embed(cfg, emb[0], emb[1], mb.x, d);
+    h = recompute ? x0 : x0.detach().requires_grad_();
+    for (size_t u = 1; u < last; ++u) {
+      if (recompute) gen_at[u] = gen.clone();
+      inputs[u] = h;
+      torch::Tensor pu = L.unit_params(u);
+      auto p = recompute ? model::unit_tensors(L.specs(), L.units()[u], pu)
+                         : leaves(L, u, pu, L.unit_grad(u));
+      outputs[u] = model::gpt_block(cfg, h, p, L.mask(), d);
+      h = recompute ? outputs[u] : outputs[u].detach().requires_grad_();
+    }
+  }
+
+  // Head: final norm and the tied embedding.
+  double loss_value;
+  torch::Tensor grad;
+  {
+    if (recompute) g_emb = L.unit_grad(0);
+    torch::Tensor p_lnf = L.unit_params(last), p_emb = L.unit_params(0);
+    auto lnf = leaves(L, last, p_lnf, L.unit_grad(last));
+    auto emb = leaves(L, 0, p_emb, g_emb);
+    auto xl = recompute ? h.detach().requires_grad_() : h;
+    auto loss =
+        model::cross_entropy_mean(model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], emb[0]), mb.y);
+    loss.objective.backward();
+    loss_value = double(loss.value);
+    grad = xl.grad();
+    L.unit_grad_done(last);
+  }
+  // Blocks, last to first.
+  for (size_t u = last - 1; u >= 1; --u) {
+    if (recompute) {
+      torch::Tensor pu = L.unit_params(u);
+      auto p = leaves(L, u, pu, L.unit_grad(u));
+      auto xin = inputs[u].detach().requires_grad_();
+      model::Dropout d{cfg.dropout, true, gen_at[u].clone()};
+      model::gpt_block(cfg, xin, p, L.mask(), d).backward(grad);
+      grad = xin.grad();
+    } else {
+      outputs[u].backward(grad);
+      grad = inputs[u].grad();
+    }
+    outputs[u] = inputs[u] = torch::Tensor();
+    L.unit_grad_done(u);
+  }
+  // Embeddings.
+  if (recompute) {
+    torch::Tensor p0 = L.unit_params(0);
+    auto emb = leaves(L, 0, p0, g_emb);
+    model::Dropout d{cfg.dropout, true, gen_at[0].clone()};
+    model::gpt_embed(cfg, emb[0], emb[1], mb.x, d).backward(grad);
+  } else {
+    x0.backward(grad);
+  }
+  L.unit_grad_done(0);
+  return loss_value;
 }
 
-StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
-                      GradientPool& pool) {
+// The mean over all M micro-batches of their losses, summed in the canonical tree in index
+// order (collective: one all-gather of every rank's values).
+float mean_loss(const std::vector<std::pair<int64_t, double>>& mine, int64_t M,
+                dist::Communicator& comm) {
+  struct Value {
+    int64_t index;
+    double loss;
+  };
+  std::vector<Value> out, all(mine.size() * size_t(comm.size()));
+  for (auto& [i, l] : mine) out.push_back({i, l});
+  comm.all_gather_bytes(out.data(), out.size() * sizeof(Value), all.data());
+  std::vector<double> by_index(static_cast<size_t>(M));
+  for (auto& v : all) {
+    WIT_CHECK(v.index >= 0 && v.index < M, "a rank reported the loss of micro-batch {}", v.index);
+    by_index[size_t(v.index)] = v.loss;
+  }
+  auto sum = make_canonical_sum<double>(M, [](double& a, const double& x) { a += x; });
+  for (double l : by_index) sum.push(l);
+  return float(sum.result() / double(M));
+}
+
+}  // namespace
+
+StepRecord train_step(Layout& L, const StepContext& ctx) {
   WIT_CHECK(ctx.data, "step context without data");
   const BatchSource& data = *ctx.data;
   const int64_t M = data.micro_batches();
-  auto single = dist::make_single_process();
-  dist::Communicator& comm = ctx.comm ? *ctx.comm : *single;
-  const int64_t N = comm.size(), B = M / N, first = comm.rank() * B;
-  WIT_CHECK(M % N == 0, "{} micro-batches over {} ranks", M, N);
+  OptimizerState& opt = L.optimizer();
   StepRecord rec = begin_step(data, opt.step, ctx);
   std::vector<MicroBatchWitness> witnessed;
-
-  bool arithmetic = true;  // off while the sum only does its bookkeeping (see below)
-  auto add_grads = [&pool, &arithmetic](torch::Tensor& acc, const torch::Tensor& x) {
-    if (arithmetic) acc.add_(x);
-    pool.give(x);
-  };
-  auto grad_sum = make_canonical_sum<torch::Tensor>(B, add_grads);
-  auto loss_sum = make_canonical_sum<double>(B, [](double& acc, const double& x) { acc += x; });
-  // This rank's aligned block of micro-batches: a subtree of the canonical tree.
-  for (int64_t i = first; i < first + B; ++i) {
+  std::vector<std::pair<int64_t, double>> losses;
+  const std::vector<int64_t> mine = L.micro_batches_of_rank(M);
+  L.begin_grads(int64_t(mine.size()), ctx.canonical_reduction);
+  for (int64_t i : mine) {
     auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed);
-    torch::Tensor grad = pool.take();
-    model.bind_grads(grad);
-    if (N == 1 || i + 1 < first + B) {
-      auto loss = model.loss(mb.x, mb.y, /*train=*/true, gen);
-      loss.objective.backward();
-      grad_sum.push(std::move(grad));
-      loss_sum.push(double(loss.value));
-      continue;
-    }
-    // The last micro-batch with several ranks: as each unit's gradient becomes final, finish
-    // the local tree on that slice and hand it to the reducer, which sums it over ranks while
-    // the backward of the units before it goes on. Buckets are units, posted last to first.
-    BucketReducer reducer(comm, ctx.canonical_reduction);
-    auto loss = backward_by_unit(model, mb, gen, [&](const model::Unit& u) {
-      auto slice = [&](const torch::Tensor& t) { return t.narrow(0, u.begin, u.end - u.begin); };
-      auto part = grad_sum.map(slice, [](torch::Tensor& a, const torch::Tensor& x) { a.add_(x); });
-      part.push(slice(grad));
-      reducer.post(part.result());
-    });
-    reducer.wait();
-    loss_sum.push(double(loss.value));
-    // Every slice is summed already: this push only moves the buffers through the same tree.
-    arithmetic = false;
-    grad_sum.push(std::move(grad));
-    arithmetic = true;
+    L.begin_micro_batch();
+    losses.push_back({i, forward_backward(L, mb, gen)});
+    L.micro_batch_done();
   }
-  rec.loss = float(dist::sum_canonical(comm, loss_sum.result()) / double(M));
+  rec.loss = mean_loss(losses, M, L.comm());
 
-  torch::Tensor g = grad_sum.result();  // with several ranks, already summed over them
-  const int64_t P = model.num_params();
-  g.narrow(0, 0, P).mul_(1.0 / double(M));
+  torch::Tensor g = L.summed_grads();  // this rank's part, summed over every rank
+  g.mul_(1.0 / double(M));
+  const double norm = L.grad_norm(g);
+  rec.grad_norm = float(norm);
+  const int64_t n = L.local_count();
   float* gp = g.data_ptr<float>();
-  float* params = model.flat_params().data_ptr<float>();
-  finish_step(rec, optim::grad_norm(gp, P), gp, P, params, opt, decay_segments(model));
-  pool.give(std::move(g));
-  if (ctx.witness) {
-    // Each rank sketches its slice of the (replicated) parameters; the sum is the whole sketch.
-    const auto [lo, hi] = sketch_slice(P, comm.rank(), comm.size());
-    seal_record(rec, witnessed, witness::sketch_weights(params + lo, lo, hi - lo), M, comm);
-  }
+  rec.clip_factor = optim::clip_grads(gp, n, norm, rec.hyper.grad_clip);
+  optim::adamw_update(L.local_params().data_ptr<float>(), gp, opt.m.data_ptr<float>(),
+                      opt.v.data_ptr<float>(), n, L.local_segments(), opt.step + 1, rec.hyper);
+  ++opt.step;
+  L.release_grads(std::move(g));
+  if (ctx.witness) seal_record(rec, witnessed, L.my_sketch(), M, L.comm());
   return rec;
 }
 
-float evaluate(model::GPT& model, const data::TokenStream& val, int64_t T, int64_t b,
-               int64_t batches) {
+torch::Tensor forward_logits(Layout& L, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
-  double total = 0.0;
-  for (int64_t k = 0; k < batches; ++k) {
-    const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
-    total += double(model.loss(mb.x, mb.y, /*train=*/false).value);
-  }
-  return float(total / double(batches));
+  const auto& cfg = L.config();
+  model::Dropout none{0.0, false, std::nullopt};
+  const size_t last = L.units().size() - 1;
+  auto emb = model::unit_tensors(L.specs(), L.units()[0], L.unit_params(0));
+  auto x = model::gpt_embed(cfg, emb[0], emb[1], idx, none);
+  for (size_t u = 1; u < last; ++u)
+    x = model::gpt_block(cfg, x, model::unit_tensors(L.specs(), L.units()[u], L.unit_params(u)),
+                         L.mask(), none);
+  auto lnf = model::unit_tensors(L.specs(), L.units()[last], L.unit_params(last));
+  emb = model::unit_tensors(L.specs(), L.units()[0], L.unit_params(0));
+  return model::gpt_head_logits(cfg, x, lnf[0], lnf[1], emb[0]);
 }
 
 }  // namespace wit

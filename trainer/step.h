@@ -1,30 +1,26 @@
 // The training step as a pure function of its committed inputs:
 //   step(θ_t, opt_t, batch_t, rng_t, hp_t) -> (θ_t+1, opt_t+1)
-// The trainer calls it to train; a verifier calls the same function to replay.
+// The trainer calls it to train; a verifier calls the same function to replay. There is one
+// step for every layout (trainer/layout.h): it runs each micro-batch unit by unit (embeddings,
+// blocks, final norm), and the layout decides where a unit's parameters come from and where
+// its gradient goes.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/sha256.h"
 #include "trainer/batch.h"
-#include "trainer/dist/communicator.h"
-#include "trainer/model/gpt.h"
+#include "trainer/layout.h"
 #include "trainer/optim/adamw.h"
+#include "trainer/run_config.h"
 #include "witness/log/format.h"
 #include "witness/log/sketch.h"
 
 namespace wit {
-
-// Parameters live in the model's flat buffer; the AdamW moments beside them, same layout.
-struct OptimizerState {
-  torch::Tensor m;   // (P,) fp32
-  torch::Tensor v;   // (P,) fp32
-  int64_t step = 0;  // steps completed; the next step has index `step`
-  static OptimizerState zeros(int64_t num_params);
-};
 
 // What one step did: every field is a deterministic function of the step's inputs.
 struct StepRecord {
@@ -45,20 +41,25 @@ uint64_t micro_batch_seed(uint64_t run_seed, int64_t step, int64_t micro);
 // Seed of the weight initialisation: H(run_seed).
 uint64_t init_seed(uint64_t run_seed);
 
+// The tokens micro-batch `micro` of `step` trains on, given its committed tokens (b rows of
+// T+1). Only a test's dishonest trainer sets one; the witness facts stay the committed ones.
+using BatchFeed =
+    std::function<std::vector<uint16_t>(int64_t step, int64_t micro, std::vector<uint16_t>)>;
+
+// Everything a step reads besides the state: built by make_step_context from a resolved run.
 struct StepContext {
   const BatchSource* data = nullptr;
   optim::AdamWConfig optim;
   int64_t total_steps = 0;
   uint64_t run_seed = 0;
-  // The process group (nullptr: one process). Rank r computes micro-batches [r·M/N, (r+1)·M/N)
-  // and the canonical reduction makes the result independent of N.
-  dist::Communicator* comm = nullptr;
   // Record the witness facts (batch hash, RNG commitment, weight fingerprint). Always on in
   // training; off only where a benchmark measures what witnessing costs.
   bool witness = true;
   // false: gradients summed over ranks in arrival order (dist.reduction = arrival).
   bool canonical_reduction = true;
+  BatchFeed feed;  // empty: every micro-batch trains on its committed tokens
 };
+StepContext make_step_context(const RunConfig& rc, const BatchSource& batches);
 
 // What one rank attests about the micro-batches it computed.
 struct MicroBatchWitness {
@@ -92,45 +93,22 @@ std::pair<int64_t, int64_t> sketch_slice(int64_t num_params, int rank, int world
 // split into equal blocks for the reduce-scatter.
 int64_t padded_size(int64_t num_params, int world);
 
-// Reusable gradient buffers, so a step does not allocate P floats per micro-batch.
-class GradientPool {
- public:
-  explicit GradientPool(int64_t size) : n_(size) {}
-  torch::Tensor take();  // zeroed (size,)
-  void give(torch::Tensor t) { free_.push_back(std::move(t)); }
-
- private:
-  int64_t n_;
-  std::vector<torch::Tensor> free_;
-};
-
 std::vector<optim::DecaySegment> decay_segments_of(const std::vector<model::ParamSpec>& specs);
-inline std::vector<optim::DecaySegment> decay_segments(const model::GPT& model) {
-  return decay_segments_of(model.specs());
-}
 
-// The parts of a step every layout shares. begin_step: the record's inputs — step, tokens,
-// applied hyperparameters.
+// The parts of a step the record needs first: step, tokens, applied hyperparameters.
 StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& ctx);
-// finish_step: clip the (averaged) gradient g of n local elements by the global norm, AdamW
-// update of the local parameters and moments, advance the step.
-void finish_step(StepRecord& rec, double grad_norm, float* g, int64_t n, float* params,
-                 OptimizerState& opt, const std::vector<optim::DecaySegment>& segments);
 
-// Runs step `opt.step`: M micro-batches forward/backward (this rank's block of them), gradients
-// summed in the canonical tree (locally, then over ranks) and averaged, clipped, AdamW update in
-// place on every rank; opt.step advances by one. The pool's buffers must be padded_size long.
-StepRecord train_step(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
-                      GradientPool& pool);
+// A step's inputs as the committed schedule gives them, without training: begin_step's fields
+// and the batch hash and RNG commitment over all M micro-batches (what the verifier's data
+// stage compares with every logged step).
+StepRecord committed_inputs(const StepContext& ctx, int64_t step);
 
-// The behavioural fingerprint from the model's logits (S, T, V) on the probe batch with targets
-// y (S, T): per sequence the mean log-probability of its targets (summed in a fixed order),
-// and the digest of the argmax tokens.
-witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Tensor& y,
-                                   int64_t steps_done);
+// Runs step `steps_done()`: this rank's micro-batches forward/backward unit by unit, gradients
+// summed in the canonical tree (locally, then over ranks) and averaged, clipped by the global
+// norm, AdamW update of the local parameters and moments; the step count advances by one.
+StepRecord train_step(Layout& layout, const StepContext& ctx);
 
-// Mean loss over `batches` validation micro-batches (no dropout, no gradients).
-float evaluate(model::GPT& model, const data::TokenStream& val, int64_t seq_len,
-               int64_t micro_batch_size, int64_t batches);
+// Logits (B, T, V) without dropout or gradients (collective where the layout gathers).
+torch::Tensor forward_logits(Layout& layout, const torch::Tensor& idx);
 
 }  // namespace wit

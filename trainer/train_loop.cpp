@@ -17,8 +17,9 @@
 #include "trainer/data/dataset.h"
 #include "trainer/dist/gpu_determinism.h"
 #include "trainer/dist/mpi_communicator.h"
-#include "trainer/engine.h"
+#include "trainer/layout.h"
 #include "trainer/run_config.h"
+#include "trainer/run_plan.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
@@ -176,13 +177,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   ResolvedRun run = resolve(opts);
   comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
   const RunConfig rc = run_config_from(run.cfg);
-  dist::check_world_size(comm.size(), rc.train.micro_batches);
-  if (rc.dist_mode == "fsdp" && comm.size() > 1 &&
-      (rc.train.micro_batches & (rc.train.micro_batches - 1)) != 0)
-    fail(
-        "dist.mode = fsdp needs train.micro_batches to be a power of two (got {}): sharded "
-        "rounds of {} micro-batches must be subtrees of the canonical sum",
-        rc.train.micro_batches, comm.size());
+  // The layout checks its rules (world size, M) before anything is written.
+  auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, comm);
   const fs::path& dir = run.run_dir;
   // The key first: a run that could not sign its log must not start.
   std::optional<witness::SigningKey> key;
@@ -203,10 +199,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     fail("dataset {} has a vocabulary of {} tokens but model.vocab_size is {}",
          rc.data.dir.string(), dataset.vocab_size(), rc.model.vocab_size);
   const Digest root = dataset.manifest().root;
-  const BatchSource batches(dataset.train(), rc.data.seq_len, rc.train.micro_batch_size,
-                            rc.train.micro_batches, rc.data.seed);
-
-  auto engine = make_engine(rc.dist_mode, rc.model, comm);
+  const RunPlan plan(rc, dataset);
+  const BatchSource& batches = plan.batches();
   const std::string config_yaml = run.cfg.to_yaml();
   // The run's genesis, which its checkpoints and log are bound to; the key lives on rank 0.
   witness::PublicKey public_key{};
@@ -214,7 +208,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   comm.broadcast(public_key.data(), public_key.size(), 0);
   const Digest genesis =
       witness::genesis_hash(committed_yaml(run.cfg), root, data::layout_digest(dataset.manifest()),
-                            uint64_t(engine->num_params()), public_key);
+                            uint64_t(layout->num_params()), public_key);
   fs::path last_ckpt;
   Digest loaded_state{};
   if (opts.resume) {
@@ -230,39 +224,39 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
       if (checkpoint_path(dir, info.step) != *ck)
         fail("checkpoint {} says it holds the state after step {}: it was renamed or is corrupt",
              ck->string(), info.step);
-      engine->load(*ck);
+      layout->load(*ck);
       last_ckpt = *ck;
       if (!quiet)
-        fmt::print("resuming {} from step {} ({})\n", dir.string(), engine->steps_done(),
+        fmt::print("resuming {} from step {} ({})\n", dir.string(), layout->steps_done(),
                    ck->string());
     } else {
-      engine->init(init_seed(rc.train.seed));
+      layout->init(init_seed(rc.train.seed));
       if (!quiet) fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir.string());
     }
-    if (is_root) truncate_metrics(dir / "metrics.jsonl", engine->steps_done());
+    if (is_root) truncate_metrics(dir / "metrics.jsonl", layout->steps_done());
   } else {
     if (is_root) {
       fs::create_directories(dir);
       write_file_atomic(dir / "config.yaml", config_yaml);
     }
-    engine->init(init_seed(rc.train.seed));
+    layout->init(init_seed(rc.train.seed));
   }
 
   const int64_t total = rc.train.steps;
-  auto steps_done = [&] { return engine->steps_done(); };
+  auto steps_done = [&] { return layout->steps_done(); };
 
   // The witness log: created with the run, continued on resume, never written by a resume of a
   // finished run.
   const fs::path log_file = dir / witness::kLogFileName;
   const bool finished_already =
       opts.resume && steps_done() == total && fs::exists(dir / "model.safetensors");
-  const std::string session = session_json(comm, rc, engine->layout(), steps_done());
+  const std::string session = session_json(comm, rc, layout->name(), steps_done());
   witness::Fingerprint loaded_weights{};
-  if (!last_ckpt.empty()) loaded_weights = engine->weight_fingerprint();
+  if (!last_ckpt.empty()) loaded_weights = layout->weight_fingerprint();
   std::optional<witness::LogWriter> log;
   if (is_root && !finished_already) {
     const auto meta =
-        run_meta(run.cfg, dataset.manifest(), engine->num_params(), key->public_key(), session);
+        run_meta(run.cfg, dataset.manifest(), layout->num_params(), key->public_key(), session);
     if (opts.resume) {
       const witness::ResumePoint at{
           uint64_t(steps_done()),
@@ -285,9 +279,6 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
           e.what(), dir.string());
     }
   };
-  const MicroBatch probe_batch = to_micro_batch(
-      eval_batch_tokens(dataset.val(), rc.data.seq_len, rc.witness.probe_sequences, 0),
-      rc.witness.probe_sequences, rc.data.seq_len);
   const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
   const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
   const double peak = measure_matmul_flops();
@@ -295,10 +286,10 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     fmt::print(
         "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
         "{} process(es) ({})\n",
-        dir.string(), double(engine->num_params()) / 1e6, total, rc.tokens_per_step(),
+        dir.string(), double(layout->num_params()) / 1e6, total, rc.tokens_per_step(),
         rc.data.dir.string(), batches.num_samples(), comm.size(), comm.backend());
     fmt::print("layout {}: {:.1f} MB of parameters and AdamW state on each rank\n",
-               engine->layout(), double(engine->state_bytes()) / 1e6);
+               layout->name(), double(layout->state_bytes()) / 1e6);
     fmt::print(
         "MFU is measured against {:.1f} GFLOP/s: a 1024^3 fp32 matmul on {} thread(s), "
         "measured now\n",
@@ -307,15 +298,13 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   }
 
   MetricsFile metrics(dir / "metrics.jsonl", is_root);
-  StepContext ctx{&batches, rc.optim, total, rc.train.seed, &comm};
-  ctx.canonical_reduction = rc.dist_reduction == "canonical";
   TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, log_file, is_root};
   int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
 
   auto checkpoint = [&] {  // collective
     summary.checkpoint = checkpoint_path(dir, steps_done());
-    const Digest state = engine->save(summary.checkpoint,
-                                      CheckpointInfo{steps_done(), engine->num_params(), genesis, {}});
+    const Digest state = layout->save(summary.checkpoint,
+                                      CheckpointInfo{steps_done(), layout->num_params(), genesis, {}});
     saved_step = steps_done();
     record([&](witness::LogWriter& w) {
       w.append_checkpoint({uint64_t(steps_done()), state});
@@ -323,11 +312,11 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     });
   };
   auto fingerprint = [&] {  // collective
-    const witness::ProbeFields f = engine->probe(probe_batch);
+    const witness::ProbeFields f = layout->probe(plan.probe_batch());
     record([&](witness::LogWriter& w) { w.append_probe(f); });
   };
   auto eval = [&] {  // collective
-    const float val = engine->evaluate(dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
+    const float val = layout->evaluate(dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
                                        rc.train.eval_batches);
     if (!is_root) return;
     record([&](witness::LogWriter& w) {
@@ -345,7 +334,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   while (steps_done() < stop) {
     maybe_inject_fault(comm.rank(), steps_done());
     const auto step_start = Clock::now();
-    const StepRecord rec = engine->step(ctx);
+    const StepRecord rec = train_step(*layout, plan.context());
     const double step_secs = std::chrono::duration<double>(Clock::now() - step_start).count();
     record([&](witness::LogWriter& w) {
       w.append_step(step_fields(rec), {unix_now(), step_secs});
@@ -378,11 +367,11 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
       window_start = Clock::now();
       window_tokens = 0;
     }
-    if (steps_done() % rc.witness.fingerprint_every == 0 || steps_done() == total) fingerprint();
-    if (rc.train.eval_every > 0 && steps_done() % rc.train.eval_every == 0 && steps_done() != total)
-      eval();
-    if (rc.train.checkpoint_every > 0 && steps_done() % rc.train.checkpoint_every == 0 && !last)
-      checkpoint();
+    // The committed cadence; the final evaluation and checkpoint come after the loop, and a run
+    // stopped early (--until) checkpoints where it stops.
+    if (rc.fingerprint_after(steps_done())) fingerprint();
+    if (rc.eval_after(steps_done()) && steps_done() != total) eval();
+    if (rc.checkpoint_after(steps_done()) && !last) checkpoint();
   }
   if (saved_step != steps_done()) checkpoint();
   summary.steps_done = steps_done();
@@ -397,7 +386,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     eval();
     record([&](witness::LogWriter& w) { w.sign(); });
     summary.model_file = model_file;
-    engine->export_model(model_file, {{"format", "pt"},
+    layout->export_model(model_file, {{"format", "pt"},
                                       {"wit.step", std::to_string(steps_done())},
                                       {"wit.manifest_root", to_hex(root)}});
   }

@@ -13,7 +13,8 @@
 #include "trainer/batch.h"
 #include "trainer/data/dataset.h"
 #include "trainer/dist/mpi_communicator.h"
-#include "trainer/engine.h"
+#include "trainer/layout.h"
+#include "trainer/run_plan.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/witnessing.h"
@@ -32,28 +33,26 @@ int run(const std::string& data_dir, const std::string& mode, const std::string&
   const RunConfig rc = run_config_from(cfg);
   set_compute_threads(1);
   const auto dataset = data::Dataset::open(rc.data.dir);
-  const BatchSource batches(dataset.train(), rc.data.seq_len, rc.train.micro_batch_size,
-                            rc.train.micro_batches, rc.data.seed);
-  auto engine = make_engine(rc.dist_mode, rc.model, *comm);
-  engine->init(init_seed(rc.train.seed));
+  const RunPlan plan(rc, dataset);
+  auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, *comm);
+  layout->init(init_seed(rc.train.seed));
   witness::PublicKey key{};  // a fixed key: the genesis commits to it
   for (size_t i = 0; i < key.size(); ++i) key[i] = uint8_t(i);
   const Digest genesis =
       witness::genesis_hash(committed_yaml(cfg), dataset.manifest().root,
                             data::layout_digest(dataset.manifest()),
-                            uint64_t(engine->num_params()), key);
-  StepContext ctx{&batches, rc.optim, rc.train.steps, rc.train.seed, comm.get()};
+                            uint64_t(layout->num_params()), key);
   Digest head = genesis;
   std::string out;
-  while (engine->steps_done() < rc.train.steps) {
-    const StepRecord rec = engine->step(ctx);
+  while (layout->steps_done() < rc.train.steps) {
+    const StepRecord rec = train_step(*layout, plan.context());
     uint32_t bits;
     std::memcpy(&bits, &rec.loss, sizeof bits);
     out += fmt::format("step {:2d} loss {:08x}\n", rec.step, bits);
     head = witness::record_hash(head, step_fields(rec));
   }
-  const torch::Tensor params = engine->full_params().contiguous();
-  const Digest state = engine->state_hash(genesis);
+  const torch::Tensor params = layout->full_params().contiguous();
+  const Digest state = layout->state_hash(genesis);
   if (!comm->is_root()) return 0;
   out += fmt::format("weights {}\n", to_hex(sha256(params.data_ptr<float>(),
                                                     size_t(params.numel()) * sizeof(float))));

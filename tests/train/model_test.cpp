@@ -5,7 +5,9 @@
 #include <random>
 
 #include "core/config.h"
+#include "trainer/layout.h"
 #include "trainer/model/gpt.h"
+#include "trainer/step.h"
 #include "trainer/run_config.h"
 #include "trainer/tree_sum.h"
 
@@ -24,9 +26,10 @@ TEST(ParamCount, EveryShippedConfigHasItsPublishedSize) {
   for (auto& [name, count] : expected) {
     auto cfg = config_file_model(name);
     EXPECT_EQ(model::gpt_param_count(cfg), count) << name;
-    // The model really allocates that many (uninitialised: cheap even at 2B).
-    model::GPT m(cfg);
-    EXPECT_EQ(m.num_params(), count) << name;
+    // A layout really allocates that many (uninitialised: cheap even at 2B).
+    auto single = dist::make_single_process();
+    auto layout = make_layout("ddp", cfg, 1, *single);
+    EXPECT_EQ(layout->local_params().numel(), count) << name;
   }
 }
 
@@ -49,21 +52,27 @@ TEST(ParamCount, LayoutIsContiguousAndUsesHuggingFaceNames) {
 
 TEST(Model, InitIsDeterministicAndSeedSensitive) {
   model::GPTConfig cfg{2, 2, 16, 11, 16, 0.0};
-  model::GPT a(cfg), b(cfg), c(cfg);
-  a.init_weights(7);
-  b.init_weights(7);
-  c.init_weights(8);
-  EXPECT_TRUE(torch::equal(a.flat_params(), b.flat_params()));
-  EXPECT_FALSE(torch::equal(a.flat_params(), c.flat_params()));
+  const int64_t P = model::gpt_param_count(cfg);
+  torch::Tensor a = torch::empty({P}), b = torch::empty({P}), c = torch::empty({P});
+  model::init_params(cfg, 7, 0, a);
+  model::init_params(cfg, 7, 0, b);
+  model::init_params(cfg, 8, 0, c);
+  EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_FALSE(torch::equal(a, c));
+  // Any part of the vector drawn alone holds the same values (how fsdp ranks initialise).
+  torch::Tensor part = torch::empty({P / 3});
+  model::init_params(cfg, 7, P / 2, part);
+  EXPECT_TRUE(torch::equal(part, a.narrow(0, P / 2, P / 3)));
 }
 
 TEST(Model, UntrainedLossIsNearUniform) {
   model::GPTConfig cfg{2, 2, 32, 50, 16, 0.0};
-  model::GPT m(cfg);
-  m.init_weights(1);
+  auto single = dist::make_single_process();
+  auto layout = make_layout("ddp", cfg, 1, *single);
+  layout->init(1);
   auto idx = torch::randint(0, 50, {3, 16}, torch::kInt64);
   auto targets = torch::randint(0, 50, {3, 16}, torch::kInt64);
-  auto loss = m.loss(idx, targets, false);
+  auto loss = model::cross_entropy_mean(forward_logits(*layout, idx), targets);
   EXPECT_NEAR(loss.value, std::log(50.0), 0.1);
   EXPECT_NEAR(loss.objective.item<float>(), loss.value, 1e-4);
 }

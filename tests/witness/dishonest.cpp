@@ -56,10 +56,11 @@
 #include "trainer/data/dataset.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/run_config.h"
+#include "trainer/layout.h"
+#include "trainer/run_plan.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
-#include "trainer/tree_sum.h"
 #include "trainer/witnessing.h"
 #include "witness/log/reader.h"
 #include "witness/log/writer.h"
@@ -250,47 +251,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The tokens a micro-batch is trained on, given its index and its committed tokens (b rows of
-// T+1); any number of rows.
+// The tokens micro-batch `micro` trains on, given its committed tokens (b rows of T+1); any
+// number of rows. Installed as the step's batch feed (StepContext::feed): the liar trains with
+// the trainer's own step, and the record's witness facts stay the committed micro-batches'.
 using Feed = std::function<std::vector<uint16_t>(int64_t micro, std::vector<uint16_t> committed)>;
-
-// train_step on one process (trainer/step.cpp), except that micro-batch i trains on
-// feed(i, committed tokens); the record's witness facts are the committed micro-batches'.
-StepRecord step_fed(model::GPT& model, OptimizerState& opt, const StepContext& ctx,
-                    GradientPool& pool, const Feed& feed) {
-  const BatchSource& data = *ctx.data;
-  const int64_t M = data.micro_batches(), T = data.seq_len();
-  auto single = dist::make_single_process();
-  StepRecord rec = begin_step(data, opt.step, ctx);
-  std::vector<MicroBatchWitness> witnessed;
-  auto grad_sum =
-      make_canonical_sum<torch::Tensor>(M, [&pool](torch::Tensor& acc, const torch::Tensor& x) {
-        acc.add_(x);
-        pool.give(x);
-      });
-  auto loss_sum = make_canonical_sum<double>(M, [](double& acc, const double& x) { acc += x; });
-  for (int64_t i = 0; i < M; ++i) {
-    auto prepared = prepare_micro_batch(ctx, opt.step, i, witnessed);
-    const auto tokens = feed(i, data.micro_batch_tokens(opt.step, i));
-    const MicroBatch mb = to_micro_batch(tokens, int64_t(tokens.size()) / (T + 1), T);
-    torch::Tensor grad = pool.take();
-    model.bind_grads(grad);
-    auto loss = model.loss(mb.x, mb.y, /*train=*/true, prepared.gen);
-    loss.objective.backward();
-    grad_sum.push(std::move(grad));
-    loss_sum.push(double(loss.value));
-  }
-  rec.loss = float(dist::sum_canonical(*single, loss_sum.result()) / double(M));
-  torch::Tensor g = grad_sum.result();
-  const int64_t P = model.num_params();
-  g.narrow(0, 0, P).mul_(1.0 / double(M));
-  float* gp = g.data_ptr<float>();
-  float* params = model.flat_params().data_ptr<float>();
-  finish_step(rec, optim::grad_norm(gp, P), gp, P, params, opt, decay_segments(model));
-  pool.give(std::move(g));
-  seal_record(rec, witnessed, witness::sketch_weights(params, 0, P), M, *single);
-  return rec;
-}
 
 torch::Tensor last_checkpoint_params(const fs::path& run, int64_t num_params) {
   const auto file = latest_checkpoint(run);
@@ -323,15 +287,15 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
   set_compute_threads(int(rc.train.threads));
   keep_freed_memory();
   const auto dataset = data::Dataset::open(rc.data.dir);
-  const BatchSource batches(dataset.train(), rc.data.seq_len, rc.train.micro_batch_size,
-                            rc.train.micro_batches, rc.data.seed);
+  RunPlan plan(rc, dataset);
+  const BatchSource& batches = plan.batches();
   const int64_t total = rc.train.steps, T = rc.data.seq_len, b = rc.train.micro_batch_size;
-  model::GPT model(rc.model);
-  const int64_t P = model.num_params();
-  model.init_weights(init_seed(rc.train.seed));
-  OptimizerState opt = OptimizerState::zeros(P);
-  GradientPool pool(P);
-  const StepContext ctx{&batches, rc.optim, total, rc.train.seed, nullptr};
+  auto single = dist::make_single_process();
+  auto layout = make_layout("ddp", rc.model, rc.train.micro_batches, *single);
+  const int64_t P = layout->num_params();
+  layout->init(init_seed(rc.train.seed));
+  torch::Tensor& params = layout->local_params();
+  const OptimizerState& opt = layout->optimizer();
 
   // What step s trains on instead of its committed batch (none: train_step as is), and what the
   // liar does to the state after it.
@@ -382,18 +346,17 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
       return eval_batch_tokens(dataset.val(), T, b, micro);
     });
   } else if (attack == "fine-tuned") {
-    model.flat_params().copy_(last_checkpoint_params(arg, P));
+    params.copy_(last_checkpoint_params(arg, P));
   } else if (attack == "interpolate") {
     target = last_checkpoint_params(arg, P);
-    theta0 = model.flat_params().clone();
+    theta0 = params.clone();
     delta = target - theta0;
     // The step itself is honest (loss, gradient norm, moments at θ_t); the weights it leaves
     // are replaced by the next point on the line.
     after_step = [&](StepRecord& rec) {
       const int64_t t = opt.step;
-      model.flat_params().copy_(t == total ? target : theta0 + delta * (double(t) / double(total)));
-      rec.weight_fingerprint =
-          witness::sketch_weights(model.flat_params().data_ptr<float>(), 0, P).bytes();
+      params.copy_(t == total ? target : theta0 + delta * (double(t) / double(total)));
+      rec.weight_fingerprint = layout->weight_fingerprint();
     };
   } else {
     fail("unknown attack {}", attack);
@@ -404,38 +367,34 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
     fs::remove_all(dir / name);
   witness::SigningKey key = witness::SigningKey::load(key_file);
   const std::string key_name = witness::key_id(key.public_key());
-  auto single = dist::make_single_process();
   const auto meta = run_meta(cfg, dataset.manifest(), P, key.public_key(),
-                             session_json(*single, rc, "replicated", 0));
+                             session_json(*single, rc, layout->name(), 0));
   auto log = witness::LogWriter::create(dir / witness::kLogFileName, meta, std::move(key));
 
   // From here on, trainer/train_loop.cpp's loop on one process.
   const Digest root = dataset.manifest().root;
-  const MicroBatch probe_batch =
-      to_micro_batch(eval_batch_tokens(dataset.val(), T, rc.witness.probe_sequences, 0),
-                     rc.witness.probe_sequences, T);
   int64_t saved = -1;
   auto checkpoint = [&] {
-    const Digest state = save_checkpoint(checkpoint_path(dir, opt.step),
-                                         CheckpointInfo{opt.step, P, meta.genesis(), {}},
-                                         model.flat_params(), opt.m, opt.v);
+    const Digest state = layout->save(checkpoint_path(dir, opt.step),
+                                      CheckpointInfo{opt.step, P, meta.genesis(), {}});
     saved = opt.step;
     log.append_checkpoint({uint64_t(opt.step), state});
     log.sign();
   };
-  auto probe = [&] {
-    torch::NoGradGuard no_grad;
-    log.append_probe(probe_outputs(model.logits(probe_batch.x), probe_batch.y, opt.step));
-  };
+  auto probe = [&] { log.append_probe(layout->probe(plan.probe_batch())); };
   auto eval = [&] {
-    const float v = evaluate(model, dataset.val(), T, b, rc.train.eval_batches);
+    const float v = layout->evaluate(dataset.val(), T, b, rc.train.eval_batches);
     log.append_eval({uint64_t(opt.step), "val", "loss", v});
   };
   while (opt.step < total) {
     const auto start = std::chrono::steady_clock::now();
-    const auto feed = feed_at(opt.step);
-    StepRecord rec =
-        feed ? step_fed(model, opt, ctx, pool, *feed) : train_step(model, opt, ctx, pool);
+    StepContext& ctx = plan.context();
+    ctx.feed = nullptr;
+    if (auto feed = feed_at(opt.step))
+      ctx.feed = [f = *feed](int64_t, int64_t micro, std::vector<uint16_t> t) {
+        return f(micro, std::move(t));
+      };
+    StepRecord rec = train_step(*layout, ctx);
     if (after_step) {
       torch::NoGradGuard no_grad;
       after_step(rec);
@@ -444,16 +403,15 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log.append_step(step_fields(rec), {unix_now(), secs});
     const int64_t done = opt.step;
-    if (done % rc.witness.fingerprint_every == 0 || done == total) probe();
-    if (rc.train.eval_every > 0 && done % rc.train.eval_every == 0 && done != total) eval();
-    if (rc.train.checkpoint_every > 0 && done % rc.train.checkpoint_every == 0 && done != total)
-      checkpoint();
+    if (rc.fingerprint_after(done)) probe();
+    if (rc.eval_after(done) && done != total) eval();
+    if (rc.checkpoint_after(done) && done != total) checkpoint();
   }
   if (saved != total) checkpoint();
   eval();
   log.sign();
-  export_gpt2_safetensors(
-      model, dir / "model.safetensors",
+  layout->export_model(
+      dir / "model.safetensors",
       {{"format", "pt"}, {"wit.step", std::to_string(total)}, {"wit.manifest_root", to_hex(root)}});
   fmt::print("{}: trained {} ({} steps) and signed its log with key {}\n", attack, dir.string(),
              total, key_name);

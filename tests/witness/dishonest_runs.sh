@@ -32,6 +32,31 @@ for run in n1 n2 n4 f2 f4; do
   done
 done
 
+# The verifier's layouts have the trainer's rules, with the trainer's words: fsdp at N = 4
+# certifies M = 4; with M = 12 (not a power of two) ddp at N = 2 and 4 certifies, and fsdp on
+# N > 1 is refused by `wit train` and `wit verify` with the same message.
+$mpirun 4 "$wit" verify "$work/n1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" \
+  -c 40 --mode fsdp >"$work/f4v.out" 2>&1 || { cat "$work/f4v.out"; fail "n1 replayed at 4 fsdp"; }
+grep -q "^CERTIFIED" "$work/f4v.out" || fail "no CERTIFIED line for n1 at 4 fsdp"
+echo "honest n1 replayed on 4f: certified"
+"$wit" train "$cfg" "${sets[@]}" --set train.micro_batches=12 --set train.micro_batch_size=1 \
+  --out "$work/m12" -q >/dev/null || fail "train m12"
+for np in 2 4; do
+  $mpirun $np "$wit" verify "$work/m12" --key "$work/verifier.pem" -c 40 >"$work/m12.out" 2>&1 ||
+    { cat "$work/m12.out"; fail "m12 replayed at $np ddp"; }
+  grep -q "^CERTIFIED" "$work/m12.out" || fail "no CERTIFIED line for m12 at $np ddp"
+  rm -f "$work/m12/certificate.json"
+  rule="dist.mode = fsdp needs train.micro_batches to be a power of two (got 12)"
+  $mpirun $np "$wit" verify "$work/m12" --key "$work/verifier.pem" --mode fsdp >"$work/m12f.out" 2>&1 &&
+    fail "m12 verified with fsdp at $np"
+  grep -q "$rule" "$work/m12f.out" || { cat "$work/m12f.out"; fail "verify fsdp m12 at $np: message"; }
+  $mpirun $np "$wit" train "$cfg" "${sets[@]}" --set train.micro_batches=12 --set train.micro_batch_size=1 \
+    --set dist.mode=fsdp --out "$work/m12f$np" -q >"$work/m12t.out" 2>&1 && fail "m12 trained with fsdp at $np"
+  grep -q "$rule" "$work/m12t.out" || { cat "$work/m12t.out"; fail "train fsdp m12 at $np: message"; }
+  [ -e "$work/m12f$np" ] && fail "a refused fsdp run left $work/m12f$np behind"
+  echo "M = 12 at $np: ddp certified; fsdp refused by train and verify alike"
+done
+
 # A certificate with any field changed no longer checks.
 /usr/bin/python3 - "$work/n1/certificate.json" "$work" <<'PY' || fail "certificate fields"
 import json, sys

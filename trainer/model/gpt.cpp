@@ -53,16 +53,9 @@ double gpt_flops_per_token(const GPTConfig& c, int64_t seq_len) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Construction and initialisation
+// Initialisation
 
-GPT::GPT(const GPTConfig& cfg) : cfg_(cfg), specs_(gpt_param_specs(cfg)) {
-  WIT_CHECK(cfg.n_embd % cfg.n_head == 0, "n_embd {} not divisible by n_head {}", cfg.n_embd,
-            cfg.n_head);
-  flat_ = torch::empty({gpt_param_count(cfg)}, torch::kFloat32);
-  for (auto& s : specs_)
-    params_.push_back(flat_.narrow(0, s.offset, s.numel).view(s.shape).detach().requires_grad_());
-  causal_mask_ = causal_mask(cfg.context);
-}
+namespace {
 
 void init_param(const GPTConfig& cfg, const ParamSpec& spec, torch::Tensor& p,
                 torch::Generator& gen) {
@@ -83,21 +76,18 @@ void init_param(const GPTConfig& cfg, const ParamSpec& spec, torch::Tensor& p,
     p.normal_(0.0, std, gen);
 }
 
-torch::Generator init_generator(uint64_t seed) {
-  return at::make_generator<at::CPUGeneratorImpl>(seed);
-}
+}  // namespace
 
-void GPT::init_weights(uint64_t seed) {
-  auto gen = init_generator(seed);
-  for (size_t i = 0; i < specs_.size(); ++i) init_param(cfg_, specs_[i], params_[i], gen);
-}
-
-void GPT::bind_grads(torch::Tensor& flat_grad) {
-  WIT_CHECK(flat_grad.numel() >= flat_.numel(), "gradient buffer has {} elements, model {}",
-            flat_grad.numel(), flat_.numel());
-  for (size_t i = 0; i < specs_.size(); ++i)
-    params_[i].mutable_grad() =
-        flat_grad.narrow(0, specs_[i].offset, specs_[i].numel).view(specs_[i].shape);
+void init_params(const GPTConfig& cfg, uint64_t seed, int64_t lo, torch::Tensor& out) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const int64_t hi = lo + out.numel();
+  for (auto& s : gpt_param_specs(cfg)) {
+    auto t = torch::empty(s.shape, torch::kFloat32);
+    init_param(cfg, s, t, gen);  // every part of the vector advances the generator identically
+    const int64_t b = std::max(lo, s.offset), e = std::min(hi, s.offset + s.numel);
+    if (b < e) out.narrow(0, b - lo, e - b).copy_(t.view({-1}).narrow(0, b - s.offset, e - b));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,7 +150,8 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
   auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B,nh,T,T)
   att = att.masked_fill(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
   att = dropout(att);
-  auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+  auto y = torch::matmul(att, v);
+  y = y.transpose(1, 2).contiguous().view({B, T, C});
   auto x = x_in + dropout(torch::linear(y, projw, projb));
   // MLP
   h = torch::layer_norm(x, {C}, ln2w, ln2b, 1e-5);
@@ -186,37 +177,6 @@ Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& target
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += v[i];
   return {objective, float(total / double(n))};
-}
-
-// ---------------------------------------------------------------------------------------------
-// The whole model on one device
-
-torch::Tensor GPT::forward_hidden(const torch::Tensor& idx, Dropout& dropout) {
-  const auto units = gpt_units(cfg_);
-  auto x = gpt_embed(cfg_, params_[0], params_[1], idx, dropout);
-  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
-    const Unit& u = units[size_t(l) + 1];
-    std::vector<torch::Tensor> p(params_.begin() + long(u.first_spec),
-                                 params_.begin() + long(u.last_spec));
-    x = gpt_block(cfg_, x, p, causal_mask_, dropout);
-  }
-  return x;
-}
-
-torch::Tensor GPT::logits(const torch::Tensor& idx) {
-  Dropout none{0.0, false, std::nullopt};
-  const size_t n = params_.size();
-  return gpt_head_logits(cfg_, forward_hidden(idx, none), params_[n - 2], params_[n - 1],
-                         params_[0]);
-}
-
-Loss GPT::loss(const torch::Tensor& idx, const torch::Tensor& targets, bool train,
-               std::optional<torch::Generator> gen) {
-  Dropout dropout{cfg_.dropout, train, std::move(gen)};
-  const size_t n = params_.size();
-  auto x = forward_hidden(idx, dropout);
-  return cross_entropy_mean(gpt_head_logits(cfg_, x, params_[n - 2], params_[n - 1], params_[0]),
-                            targets);
 }
 
 }  // namespace wit::model

@@ -1,9 +1,11 @@
 // GPT-2 architecture on libtorch tensors: pre-LayerNorm blocks, learned positions, tanh-GELU
-// MLP, causal self-attention, lm head tied to the token embedding. Single-device and rank-blind.
+// MLP, causal self-attention, lm head tied to the token embedding, as per-unit pieces. Rank-blind:
+// the layouts (trainer/layout.h) hold the parameters and the one step (trainer/step.h) composes
+// the pieces.
 //
-// All parameters live in one flat fp32 buffer (canonical order = gpt_param_specs); the model's
-// tensors are views into it, and so are the gradients. Optimizers, checkpoints, fingerprints
-// and (later) sharding work on the flat buffer, so "parameter i" means the same thing everywhere.
+// All parameters live in one flat fp32 vector (canonical order = gpt_param_specs); a unit's
+// tensors are views into its range. Optimizers, checkpoints, fingerprints and sharding work on
+// the flat vector, so "parameter i" means the same thing everywhere.
 #pragma once
 
 #include <torch/torch.h>
@@ -45,10 +47,11 @@ std::vector<Unit> gpt_units(const GPTConfig& cfg);
 std::vector<torch::Tensor> unit_tensors(const std::vector<ParamSpec>& specs, const Unit& u,
                                         const torch::Tensor& buffer);
 
-// GPT-2 initialisation of one parameter, drawing from `gen` (shared, in canonical order).
-void init_param(const GPTConfig& cfg, const ParamSpec& spec, torch::Tensor& p,
-                torch::Generator& gen);
-torch::Generator init_generator(uint64_t seed);
+// GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), zero biases,
+// unit norms, drawn tensor by tensor in canonical order from one generator seeded with `seed`.
+// Keeps the elements [lo, lo + out.numel()) of the flat vector in `out`: every rank of any
+// layout draws the whole sequence and keeps its part.
+void init_params(const GPTConfig& cfg, uint64_t seed, int64_t lo, torch::Tensor& out);
 
 // Dropout with an explicit generator: the masks are a function of the micro-batch's seed.
 struct Dropout {
@@ -63,8 +66,7 @@ struct Loss {
   float value;              // the mean, summed in a fixed order: independent of thread count
 };
 
-// The forward pass in pieces. GPT composes them; sharded training calls them unit by unit,
-// so both run exactly the same kernels on the same values.
+// The forward pass in pieces, called unit by unit by the one step and the one forward.
 torch::Tensor gpt_embed(const GPTConfig& cfg, const torch::Tensor& wte, const torch::Tensor& wpe,
                         const torch::Tensor& idx, Dropout& dropout);  // (B,T,C)
 // p: the block's 12 tensors in spec order; x: (B,T,C)
@@ -80,45 +82,6 @@ inline torch::Tensor causal_mask(int64_t context) {
   return torch::ones({context, context}, torch::kBool).triu(1);
 }
 
-class GPT {
- public:
-  // Allocates the flat buffer without initialising it (cheap even at 2B parameters).
-  explicit GPT(const GPTConfig& cfg);
-  GPT(const GPT&) = delete;
-  GPT& operator=(const GPT&) = delete;
 
-  // GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), zero biases,
-  // unit norms. Drawn from a generator seeded with `seed`, tensor by tensor in canonical order.
-  void init_weights(uint64_t seed);
-
-  // idx, targets: (B, T) int64 with T <= context. The mean cross-entropy over all B·T
-  // positions. `dropout_gen` is used only when training with dropout > 0.
-  Loss loss(const torch::Tensor& idx, const torch::Tensor& targets, bool train,
-            std::optional<torch::Generator> dropout_gen = std::nullopt);
-  // logits: (B, T, vocab)
-  torch::Tensor logits(const torch::Tensor& idx);
-
-  // Gradients of the next backward pass land in the first P elements of `flat_grad`, which
-  // must be zeroed.
-  void bind_grads(torch::Tensor& flat_grad);
-
-  const GPTConfig& config() const { return cfg_; }
-  const std::vector<ParamSpec>& specs() const { return specs_; }
-  int64_t num_params() const { return flat_.numel(); }
-  torch::Tensor& flat_params() { return flat_; }
-  // The parameter tensors (views into the flat buffer, requiring grad), in spec order.
-  const std::vector<torch::Tensor>& params() const { return params_; }
-  const torch::Tensor& mask() const { return causal_mask_; }
-  const torch::Tensor& flat_params() const { return flat_; }
-
- private:
-  torch::Tensor forward_hidden(const torch::Tensor& idx, Dropout& dropout);  // before ln_f
-
-  GPTConfig cfg_;
-  std::vector<ParamSpec> specs_;
-  torch::Tensor flat_;                 // (P,) fp32
-  std::vector<torch::Tensor> params_;  // views into flat_, requires_grad, canonical order
-  torch::Tensor causal_mask_;          // (context, context) bool, true above the diagonal
-};
 
 }  // namespace wit::model

@@ -177,7 +177,7 @@ uint64_t check_side_table(const char* table, const std::vector<Row>& rows,
 void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
   const uint64_t total = uint64_t(rc.train.steps);
   auto on = [total](uint64_t every, uint64_t s) {
-    return s == total || (every > 0 && s % every == 0 && s < total);
+    return RunConfig::on_schedule(int64_t(every), int64_t(s), int64_t(total));
   };
   auto check = [&](const char* table, const std::vector<uint64_t>& steps, uint64_t every,
                    bool extras_allowed, const char* schedule) {

@@ -18,7 +18,8 @@
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/split.h"
-#include "trainer/engine.h"
+#include "trainer/layout.h"
+#include "trainer/run_plan.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
@@ -227,7 +228,8 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   }
   const auto cfg = parse_committed(log.meta.committed_yaml, log_file.string() + ":/meta");
   const RunConfig rc = *lr.config;
-  dist::check_world_size(comm.size(), rc.train.micro_batches);
+  // The verifier's layout, with the trainer's rules and messages (world size, M).
+  auto layout = make_layout(o.mode, rc.model, rc.train.micro_batches, comm);
   const fs::path data_dir = o.data.empty() ? dataset_hint(log) : o.data;
   if (data_dir.empty())
     fail("{} does not say where its dataset was: give it with --data", log_file.string());
@@ -348,32 +350,14 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         to_hex(log.meta.manifest_root).substr(0, 16), dataset->manifest().shards.size());
   });
 
-  std::optional<BatchSource> batches;
+  std::optional<RunPlan> plan;
   stage("data", [&] {
     const auto start = Clock::now();
-    batches.emplace(dataset->train(), rc.data.seq_len, rc.train.micro_batch_size,
-                    rc.train.micro_batches, rc.data.seed);
+    plan.emplace(rc, *dataset);
     for (auto& row : t.steps) {
       const StepFields& f = row.fields;
-      const auto hp = optim::hyper_at(rc.optim, int64_t(f.step), rc.train.steps);
-      StepFields want = f;
-      want.lr = hp.lr;
-      want.weight_decay = hp.weight_decay;
-      want.beta1 = hp.beta1;
-      want.beta2 = hp.beta2;
-      want.eps = hp.eps;
-      want.grad_clip = hp.grad_clip;
-      want.tokens = uint64_t(rc.tokens_per_step());
-      std::vector<Digest> micro;
-      std::vector<uint64_t> seeds;
-      for (int64_t i = 0; i < rc.train.micro_batches; ++i) {
-        const auto tokens = batches->micro_batch_tokens(int64_t(f.step), i);
-        micro.push_back(micro_batch_hash(tokens.data(), tokens.size()));
-        seeds.push_back(micro_batch_seed(rc.train.seed, int64_t(f.step), i));
-      }
-      want.batch_hash = batch_hash(micro);
-      want.rng_commitment = rng_commitment(seeds);
-      compare_inputs(want, f);
+      // Only the inputs are compared here; the outputs are the replay's to check.
+      compare_inputs(step_fields(committed_inputs(plan->context(), int64_t(f.step))), f);
     }
     out.cost.audit_seconds = seconds_since(start);
     return fmt::format(
@@ -401,25 +385,19 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   for (uint64_t s = 0; s < n; s += K) segments.push_back({s, std::min(s + K, n)});
   out.segments = segments.size();
   set_compute_threads(int(rc.train.threads));
-  auto engine = make_engine(o.mode, rc.model, comm);
   auto load_state = [&](uint64_t step) {
-    if (step == 0) return engine->init(init_seed(rc.train.seed));
+    if (step == 0) return layout->init(init_seed(rc.train.seed));
     const auto start = Clock::now();
-    engine->load(checkpoint_file(step));  // the load checks the file against its state hash
+    layout->load(checkpoint_file(step));  // the load checks the file against its state hash
     out.cost.loads += 1;
     out.cost.load_seconds += seconds_since(start);
   };
 
-  // The behavioural fingerprint of the engine's current state against a logged one (collective).
+  // The behavioural fingerprint of the layout's current state against a logged one (collective).
   std::map<uint64_t, const ProbeRow*> probes;
   for (auto& p : t.probes) probes[p.fields.step] = &p;
-  std::optional<MicroBatch> probe_batch;
   auto check_probe = [&](const ProbeRow& row) {
-    if (!probe_batch)
-      probe_batch = to_micro_batch(
-          eval_batch_tokens(dataset->val(), rc.data.seq_len, rc.witness.probe_sequences, 0),
-          rc.witness.probe_sequences, rc.data.seq_len);
-    const ProbeFields got = engine->probe(*probe_batch);
+    const ProbeFields got = layout->probe(plan->probe_batch());
     const auto& logged = row.fields;
     const uint64_t s = logged.step;
     std::string problem;
@@ -443,13 +421,13 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     agree_with_root(comm, problem);
   };
 
-  // A logged val loss recomputed from the engine's current state (collective); each is
+  // A logged val loss recomputed from the layout's current state (collective); each is
   // recomputed once, the final one included.
   std::set<uint64_t> evals_checked;
   auto check_eval = [&](const EvalRow& row) {
     const uint64_t step = row.fields.step;
     if (evals_checked.count(step)) return;
-    const float v = engine->evaluate(dataset->val(), rc.data.seq_len, rc.train.micro_batch_size,
+    const float v = layout->evaluate(dataset->val(), rc.data.seq_len, rc.train.micro_batch_size,
                                      rc.train.eval_batches);
     const float logged = row.fields.value;
     std::string problem;
@@ -488,13 +466,12 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     std::map<uint64_t, const EvalRow*> evals;
     for (auto& e : t.evals)
       if (e.fields.split == "val" && e.fields.metric == "loss") evals[e.fields.step] = &e;
-    const StepContext ctx{&*batches, rc.optim, rc.train.steps, rc.train.seed, &comm};
     Distances& seen = out.distances;
     // A checkpoint the replay passes: its committed state must be the replayed one.
     auto check_checkpoint = [&](uint64_t step) {
       if (o.tolerance) {
         // Other hardware: the replayed weights against the committed checkpoint's.
-        const torch::Tensor mine = engine->full_params();
+        const torch::Tensor mine = layout->full_params();
         std::string problem;
         if (root) {
           const Checkpoint c = load_checkpoint(checkpoint_file(step));
@@ -509,7 +486,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         }
         agree_with_root(comm, problem);
       } else {
-        const Digest h = engine->state_hash(log.genesis);  // collective; rank 0 has it
+        const Digest h = layout->state_hash(log.genesis);  // collective; rank 0 has it
         agree_with_root(
             comm,
             root && h != states.at(step)
@@ -527,16 +504,16 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
       // where the previous segment's replay stopped when that is on the way (it was checked).
       const auto after = states.upper_bound(first);
       const uint64_t from = after == states.begin() ? 0 : std::prev(after)->first;
-      const uint64_t at = uint64_t(engine->steps_done());
+      const uint64_t at = uint64_t(layout->steps_done());
       if (!(have_state && !o.tolerance && at >= from && at <= first)) load_state(from);
       have_state = true;
-      const uint64_t cur = uint64_t(engine->steps_done());
+      const uint64_t cur = uint64_t(layout->steps_done());
       progress(cur == first
                    ? fmt::format("  replaying steps {} to {}", first, end - 1)
                    : fmt::format("  replaying steps {} to {} (from step {})", first, end - 1, cur));
       for (uint64_t s = cur; s < end; ++s) {
         const auto start = Clock::now();
-        const StepRecord rec = engine->step(ctx);
+        const StepRecord rec = train_step(*layout, plan->context());
         out.cost.replay_seconds += seconds_since(start);
         out.cost.logged_seconds += t.steps[s].timing.seconds;
         out.cost.replayed_steps += 1;
@@ -572,7 +549,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     load_state(last);
     const fs::path mine =
         fs::temp_directory_path() / fmt::format("wit-verify-{}-{}.safetensors", ::getpid(), last);
-    engine->export_model(mine, {{"format", "pt"},
+    layout->export_model(mine, {{"format", "pt"},
                                 {"wit.step", std::to_string(last)},
                                 {"wit.manifest_root", to_hex(log.meta.manifest_root)}});
     std::string problem;
@@ -587,7 +564,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     }
     agree_with_root(comm, problem, false);
     // The last checkpoint is the model the log's last fingerprints describe.
-    const Fingerprint w = engine->weight_fingerprint();  // exact bits: any hardware agrees
+    const Fingerprint w = layout->weight_fingerprint();  // exact bits: any hardware agrees
     if (last > 0 && w != t.steps[last - 1].fields.weight_fingerprint)
       mismatch(
           fmt::format("the last checkpoint's weight fingerprint {} is not the one logged "

@@ -1,0 +1,403 @@
+#include "trainer/layout.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/error.h"
+#include "trainer/bucket_reducer.h"
+#include "trainer/safetensors.h"
+#include "trainer/step.h"
+#include "trainer/tree_sum.h"
+
+namespace wit {
+
+OptimizerState OptimizerState::zeros(int64_t n) {
+  return {torch::zeros({n}, torch::kFloat32), torch::zeros({n}, torch::kFloat32), 0};
+}
+
+torch::Tensor GradientPool::take() {
+  if (free_.empty()) return torch::zeros({n_}, torch::kFloat32);
+  auto t = std::move(free_.back());
+  free_.pop_back();
+  t.zero_();
+  return t;
+}
+
+Layout::Layout(const model::GPTConfig& cfg, dist::Communicator& comm)
+    : cfg_(cfg),
+      comm_(comm),
+      specs_(model::gpt_param_specs(cfg)),
+      units_(model::gpt_units(cfg)),
+      mask_(model::causal_mask(cfg.context)),
+      num_params_(model::gpt_param_count(cfg)) {
+  WIT_CHECK(cfg.n_embd % cfg.n_head == 0, "n_embd {} not divisible by n_head {}", cfg.n_embd,
+            cfg.n_head);
+}
+
+witness::ProbeFields Layout::probe(const MicroBatch& batch) {
+  if (!collective_forward() && !comm_.is_root()) return {};
+  auto logits = forward_logits(*this, batch.x);
+  if (!comm_.is_root()) return {};
+  return probe_outputs(logits, batch.y, opt_.step);
+}
+
+float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) {
+  if (!collective_forward() && !comm_.is_root()) return 0.0f;  // ddp: rank 0 alone evaluates
+  double total = 0.0;
+  for (int64_t k = 0; k < batches; ++k) {
+    const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
+    total += double(model::cross_entropy_mean(forward_logits(*this, mb.x), mb.y).value);
+  }
+  return float(total / double(batches));
+}
+
+witness::Fingerprint Layout::weight_fingerprint() { return sum_sketches(my_sketch(), comm_).bytes(); }
+
+void Layout::export_model(const std::filesystem::path& file,
+                          const std::map<std::string, std::string>& metadata) {
+  torch::Tensor full = full_params();
+  if (comm_.is_root()) export_gpt2_safetensors(cfg_, full, file, metadata);
+}
+
+witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Tensor& y,
+                                   int64_t steps_done) {
+  torch::NoGradGuard no_grad;
+  const int64_t S = y.size(0), T = y.size(1);
+  auto logp = torch::log_softmax(logits, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1).contiguous();
+  auto argmax = logits.argmax(-1).to(torch::kInt64).contiguous();
+  const float* lp = logp.data_ptr<float>();
+  const int64_t* am = argmax.data_ptr<int64_t>();
+  witness::ProbeFields f;
+  f.step = uint64_t(steps_done);
+  for (int64_t s = 0; s < S; ++s) {
+    double sum = 0;  // left to right: a fixed order whatever the thread count
+    for (int64_t t = 0; t < T; ++t) sum += double(lp[s * T + t]);
+    f.mean_logprob.push_back(float(sum / double(T)));
+  }
+  std::vector<uint16_t> tokens(am, am + S * T);
+  f.argmax_digest = witness::probe_argmax_digest(tokens);
+  return f;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// ddp: the whole state on every rank.
+
+class DdpLayout final : public Layout {
+ public:
+  DdpLayout(const model::GPTConfig& cfg, dist::Communicator& comm)
+      : Layout(cfg, comm),
+        flat_(torch::empty({num_params_}, torch::kFloat32)),
+        pool_(padded_size(num_params_, comm.size())) {}
+  std::string name() const override { return "ddp"; }
+  int64_t state_bytes() const override { return 3 * num_params_ * 4; }
+  void init(uint64_t seed) override {
+    model::init_params(cfg_, seed, 0, flat_);
+    opt_ = OptimizerState::zeros(num_params_);
+  }
+  void load(const std::filesystem::path& file) override {
+    Checkpoint c = load_checkpoint(file);  // every rank verifies the hash of what it loads
+    WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
+              c.info.num_params, num_params_);
+    flat_.copy_(c.params);
+    opt_ = {c.m, c.v, c.info.step};
+  }
+  Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
+    if (!comm_.is_root()) return {};
+    return save_checkpoint(file, info, flat_, opt_.m, opt_.v);
+  }
+  Digest state_hash(const Digest& genesis) override {
+    if (!comm_.is_root()) return {};
+    return wit::state_hash(genesis, opt_.step, flat_, opt_.m, opt_.v);
+  }
+  torch::Tensor full_params() override { return flat_; }
+
+  // Rank r computes the aligned block [r·M/N, (r+1)·M/N): a subtree of the canonical tree.
+  std::vector<int64_t> micro_batches_of_rank(int64_t M) const override {
+    const int64_t B = M / comm_.size();
+    std::vector<int64_t> out;
+    for (int64_t i = comm_.rank() * B; i < (comm_.rank() + 1) * B; ++i) out.push_back(i);
+    return out;
+  }
+  torch::Tensor unit_params(size_t u) override { return slice(flat_, u); }
+  bool recompute() const override { return false; }
+  void begin_grads(int64_t count, bool canonical) override {
+    count_ = count;
+    done_ = 0;
+    canonical_ = canonical;
+    sum_.emplace(count, Add{this});
+  }
+  // With several ranks, the last micro-batch's units are summed over ranks as they finish.
+  void begin_micro_batch() override {
+    cur_ = pool_.take();
+    if (comm_.size() > 1 && done_ + 1 == count_) reducer_.emplace(comm_, canonical_);
+  }
+  torch::Tensor unit_grad(size_t u) override { return slice(cur_, u); }
+  void unit_grad_done(size_t u) override {
+    if (!reducer_) return;
+    // Finish the local tree on this unit's slice and hand it to the reducer, which sums it over
+    // ranks while the backward of the units before it goes on. Buckets are units.
+    auto part = sum_->map([&](const torch::Tensor& t) { return slice(t, u); },
+                          [](torch::Tensor& a, const torch::Tensor& x) { a.add_(x); });
+    part.push(slice(cur_, u));
+    reducer_->post(part.result());
+  }
+  void micro_batch_done() override {
+    if (reducer_) {
+      reducer_->wait();
+      reducer_.reset();
+      // Every slice is summed already: this push only moves the buffers through the same tree.
+      arithmetic_ = false;
+      sum_->push(std::move(cur_));
+      arithmetic_ = true;
+    } else {
+      sum_->push(std::move(cur_));
+    }
+    ++done_;
+  }
+  torch::Tensor summed_grads() override {
+    torch::Tensor g = sum_->result();
+    sum_.reset();
+    return g;
+  }
+  void release_grads(torch::Tensor g) override { pool_.give(std::move(g)); }
+  double grad_norm(const torch::Tensor& g) override {
+    return optim::grad_norm(g.data_ptr<float>(), num_params_);
+  }
+  torch::Tensor& local_params() override { return flat_; }
+  int64_t local_count() const override { return num_params_; }
+  std::vector<optim::DecaySegment> local_segments() const override {
+    return decay_segments_of(specs_);
+  }
+  // Each rank sketches its slice of the (replicated) parameters.
+  witness::WeightSketch my_sketch() override {
+    const auto [lo, hi] = sketch_slice(num_params_, comm_.rank(), comm_.size());
+    return witness::sketch_weights(flat_.data_ptr<float>() + lo, lo, hi - lo);
+  }
+  bool collective_forward() const override { return false; }
+
+ private:
+  torch::Tensor slice(const torch::Tensor& t, size_t u) const {
+    return t.narrow(0, units_[u].begin, units_[u].end - units_[u].begin);
+  }
+  struct Add {
+    DdpLayout* self;
+    void operator()(torch::Tensor& acc, const torch::Tensor& x) const {
+      if (self->arithmetic_) acc.add_(x);
+      self->pool_.give(x);
+    }
+  };
+
+  torch::Tensor flat_;  // (P,) fp32
+  GradientPool pool_;
+  std::optional<CanonicalSum<torch::Tensor, Add>> sum_;
+  std::optional<BucketReducer> reducer_;
+  torch::Tensor cur_;  // the current micro-batch's gradient
+  int64_t count_ = 0, done_ = 0;
+  bool canonical_ = true, arithmetic_ = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// fsdp: contiguous shards of the flat buffer, zero-padded to N·S. S is a multiple of the
+// gradient-norm chunk, so every norm chunk lies in one shard.
+//
+// How the canonical tree survives sharding: in round j rank r computes micro-batch j·N + r, and
+// each unit's gradient is reduce-scattered over ranks in the canonical tree right after its
+// backward, so round j yields the sum of micro-batches jN..jN+N−1 (an aligned subtree); each
+// rank then sums the rounds of its shard in the canonical tree. With M a power of two this is
+// exactly the tree of the ddp step.
+
+class FsdpLayout final : public Layout {
+ public:
+  FsdpLayout(const model::GPTConfig& cfg, dist::Communicator& comm)
+      : Layout(cfg, comm),
+        world_(comm.size()),
+        rank_(comm.rank()),
+        shard_size_((num_params_ + int64_t(world_) * optim::kNormChunk - 1) /
+                    (int64_t(world_) * optim::kNormChunk) * optim::kNormChunk),
+        begin_(int64_t(rank_) * shard_size_),
+        shard_(torch::zeros({shard_size_}, torch::kFloat32)),
+        pool_(shard_size_) {}
+  std::string name() const override { return "fsdp"; }
+  int64_t state_bytes() const override { return 3 * shard_size_ * 4; }
+  void init(uint64_t seed) override {
+    torch::Tensor mine = shard_.narrow(0, 0, owned());
+    model::init_params(cfg_, seed, begin_, mine);
+    opt_ = OptimizerState::zeros(shard_size_);
+  }
+  void load(const std::filesystem::path& file) override {
+    if (comm_.is_root()) verify_checkpoint(file);  // one rank streams the whole file's hash
+    comm_.barrier();
+    Checkpoint c = load_checkpoint_range(file, begin_, shard_size_);
+    WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
+              c.info.num_params, num_params_);
+    shard_.copy_(c.params);
+    opt_ = {c.m, c.v, c.info.step};
+  }
+  // Shards stream through rank 0 into the one canonical file.
+  Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
+    std::optional<CheckpointWriter> w;
+    if (comm_.is_root()) {
+      CheckpointInfo i = info;
+      i.num_params = num_params_;
+      w.emplace(file, i);
+    }
+    stream_state([&](const float* p, int64_t n) { w->write(p, n); });
+    return w ? w->finish() : Digest{};
+  }
+  Digest state_hash(const Digest& genesis) override {
+    std::optional<Sha256> h;
+    if (comm_.is_root()) h = state_hasher(genesis, opt_.step, num_params_);
+    stream_state([&](const float* p, int64_t n) { h->update(p, size_t(n) * sizeof(float)); });
+    return h ? h->finish() : Digest{};
+  }
+  torch::Tensor full_params() override {
+    auto full = torch::empty({num_params_}, torch::kFloat32);
+    for (size_t u = 0; u < units_.size(); ++u)
+      full.narrow(0, units_[u].begin, units_[u].end - units_[u].begin).copy_(unit_params(u));
+    return full;
+  }
+
+  std::vector<int64_t> micro_batches_of_rank(int64_t M) const override {
+    std::vector<int64_t> out;
+    for (int64_t j = 0; j < M / world_; ++j) out.push_back(j * world_ + rank_);
+    return out;
+  }
+  // The unit's full parameters, gathered from every rank's shard (collective).
+  torch::Tensor unit_params(size_t u) override {
+    const auto& unit = units_[u];
+    auto full = torch::empty({unit.end - unit.begin}, torch::kFloat32);
+    const int64_t from = std::max<int64_t>(0, std::max(unit.begin, begin_) - begin_);
+    comm_.all_gather_v(shard_.data_ptr<float>() + from, full.data_ptr<float>(),
+                       counts(unit.begin, unit.end));
+    return full;
+  }
+  bool recompute() const override { return true; }
+  void begin_grads(int64_t rounds, bool) override {
+    rounds_.emplace(rounds, Add{this});
+  }
+  void begin_micro_batch() override { acc_ = pool_.take(); }
+  torch::Tensor unit_grad(size_t u) override {
+    auto g = torch::zeros({units_[u].end - units_[u].begin}, torch::kFloat32);
+    open_[u] = g;
+    return g;
+  }
+  // Reduce-scatters the unit's gradient and adds this rank's part into the round's shard.
+  void unit_grad_done(size_t u) override {
+    torch::Tensor g = std::move(open_.at(u));
+    open_.erase(u);
+    const auto& unit = units_[u];
+    auto c = counts(unit.begin, unit.end);
+    comm_.reduce_scatter_canonical_v(g.data_ptr<float>(), c);
+    const int64_t mine = c[size_t(rank_)];
+    if (mine == 0) return;
+    int64_t at = 0;  // offset of this rank's block within the unit
+    for (int r = 0; r < rank_; ++r) at += c[size_t(r)];
+    const int64_t dst = std::max(unit.begin, begin_) - begin_;
+    acc_.narrow(0, dst, mine).copy_(g.narrow(0, at, mine));
+  }
+  void micro_batch_done() override { rounds_->push(std::move(acc_)); }
+  torch::Tensor summed_grads() override {
+    torch::Tensor g = rounds_->result();
+    rounds_.reset();
+    return g;
+  }
+  void release_grads(torch::Tensor g) override { pool_.give(std::move(g)); }
+  // This shard's chunk partials, gathered in rank (= chunk) order.
+  double grad_norm(const torch::Tensor& g) override {
+    auto mine = optim::grad_norm_partials(g.data_ptr<float>(), shard_size_);
+    std::vector<double> partials(mine.size() * size_t(world_));
+    comm_.all_gather_bytes(mine.data(), mine.size() * sizeof(double), partials.data());
+    return optim::norm_from_partials(partials);
+  }
+  torch::Tensor& local_params() override { return shard_; }
+  int64_t local_count() const override { return owned(); }
+  std::vector<optim::DecaySegment> local_segments() const override {
+    std::vector<optim::DecaySegment> segs;
+    for (auto s : decay_segments_of(specs_)) segs.push_back({s.begin - begin_, s.end - begin_, s.decay});
+    return segs;
+  }
+  witness::WeightSketch my_sketch() override {
+    return witness::sketch_weights(shard_.data_ptr<float>(), begin_, owned());
+  }
+  bool collective_forward() const override { return true; }
+
+ private:
+  int64_t owned() const { return std::clamp<int64_t>(num_params_ - begin_, 0, shard_size_); }
+  // Per rank, how many elements of [lo, hi) its shard holds.
+  std::vector<int64_t> counts(int64_t lo, int64_t hi) const {
+    std::vector<int64_t> c(static_cast<size_t>(world_));
+    for (int r = 0; r < world_; ++r) {
+      const int64_t b = std::max(lo, int64_t(r) * shard_size_);
+      const int64_t e = std::min(hi, int64_t(r + 1) * shard_size_);
+      c[size_t(r)] = std::max<int64_t>(0, e - b);
+    }
+    return c;
+  }
+  // Collective: every rank's params, m and v shards reach rank 0 in the canonical order
+  // (params of ranks 0..N−1, then m, then v), without the padding, in pieces of at most
+  // kStreamChunk floats: rank 0 holds one piece of another rank's state at a time.
+  static constexpr int64_t kStreamChunk = int64_t(1) << 20;
+  template <typename Sink>
+  void stream_state(Sink&& sink) {
+    const torch::Tensor* parts[3] = {&shard_, &opt_.m, &opt_.v};
+    auto real = [&](int r) {
+      return std::clamp<int64_t>(num_params_ - int64_t(r) * shard_size_, 0, shard_size_);
+    };
+    if (!comm_.is_root()) {
+      for (auto* t : parts)
+        for (int64_t at = 0; at < real(rank_); at += kStreamChunk)
+          comm_.send(t->data_ptr<float>() + at,
+                     size_t(std::min(kStreamChunk, real(rank_) - at)) * sizeof(float), 0);
+      return;
+    }
+    std::vector<float> piece(size_t(std::min(kStreamChunk, shard_size_)));
+    for (int k = 0; k < 3; ++k)
+      for (int r = 0; r < world_; ++r) {
+        if (r == 0) {
+          sink(parts[k]->data_ptr<float>(), real(0));
+          continue;
+        }
+        for (int64_t at = 0; at < real(r); at += kStreamChunk) {
+          const int64_t n = std::min(kStreamChunk, real(r) - at);
+          comm_.recv(piece.data(), size_t(n) * sizeof(float), r);
+          sink(piece.data(), n);
+        }
+      }
+  }
+  struct Add {
+    FsdpLayout* self;
+    void operator()(torch::Tensor& acc, const torch::Tensor& x) const {
+      acc.add_(x);
+      self->pool_.give(x);
+    }
+  };
+
+  int world_, rank_;
+  int64_t shard_size_, begin_;
+  torch::Tensor shard_;  // (S,) fp32
+  GradientPool pool_;
+  std::optional<CanonicalSum<torch::Tensor, Add>> rounds_;
+  torch::Tensor acc_;  // the current round's shard of the gradient
+  std::map<size_t, torch::Tensor> open_;  // unit gradients handed out, not yet done
+};
+
+}  // namespace
+
+std::unique_ptr<Layout> make_layout(const std::string& mode, const model::GPTConfig& cfg,
+                                    int64_t M, dist::Communicator& comm) {
+  if (mode != "ddp" && mode != "fsdp") fail("unknown dist.mode {}: ddp or fsdp", mode);
+  dist::check_world_size(comm.size(), M);
+  if (mode == "fsdp" && comm.size() > 1) {
+    if ((M & (M - 1)) != 0)
+      fail(
+          "dist.mode = fsdp needs train.micro_batches to be a power of two (got {}): sharded "
+          "rounds of {} micro-batches must be subtrees of the canonical sum",
+          M, comm.size());
+    return std::make_unique<FsdpLayout>(cfg, comm);
+  }
+  return std::make_unique<DdpLayout>(cfg, comm);
+}
+
+}  // namespace wit

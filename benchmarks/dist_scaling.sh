@@ -6,21 +6,7 @@
 #   comm     time inside collectives as a fraction of the step.
 # Usage: benchmarks/dist_scaling.sh [DATA_DIR]   (default data/kjv, prepared if missing;
 #        WIT_BUILD_DIR names the build directory, default build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-data=${1:-data/kjv}
-build=${WIT_BUILD_DIR:-build}
-bench=$build/benchmarks/wit_bench_dist_step
-[ -f "$data/manifest.h5" ] || $build/apps/wit/wit prepare --out "$data"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun="mpirun --oversubscribe --bind-to core -np"
-
-compute=(--set model.n_layer=4 --set model.n_head=8 --set model.n_embd=512 --set model.context=128
-         --set data.seq_len=128 --set train.micro_batches=2 --set train.micro_batch_size=8
-         --set train.threads=1)
-state=(--set model.n_layer=12 --set model.n_head=16 --set model.n_embd=1024 --set model.context=32
-       --set data.seq_len=32 --set train.micro_batches=2 --set train.micro_batch_size=2
-       --set train.threads=1)
+source "$(dirname "$0")/dist_setup.sh"
 
 echo "== scaling (compute-bound config, DDP) =="
 # The shared machine's speed drifts between runs (a lone process also gets a faster clock), so

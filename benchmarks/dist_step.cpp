@@ -1,9 +1,12 @@
 // One process of a distributed-training benchmark, run under mpirun: times the real step of the
 // chosen layout (replicated DDP or sharded FSDP), the time spent inside collectives, and the
 // peak resident memory, and prints one JSON line (rank 0) with every rank's figures.
+// With --save FILE it instead measures a checkpoint save of the freshly initialised state: rank
+// 0's resident memory before it and its peak during it (the peak is reset just before).
 //
 //   mpirun -np 2 build/benchmarks/wit_bench_dist_step --mode fsdp --data data/kjv --steps 3
 //     --set model.n_layer=12 --set model.n_embd=1024 ...
+//   mpirun -np 2 build/benchmarks/wit_bench_dist_step --mode fsdp --save /tmp/s.ckpt ...
 // benchmarks/dist_scaling.sh runs the comparisons of docs/benchmarks.md.
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -79,10 +83,22 @@ double peak_rss_bytes() {
   return double(u.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
+// A field of /proc/self/status in bytes (VmRSS: resident now; VmHWM: peak since the last reset).
+double proc_status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) * 1024.0;
+  return 0;
+}
+
+// Resets this process's peak resident size (VmHWM) to its current size.
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mode = "ddp", data = "data/kjv";
+  std::string mode = "ddp", data = "data/kjv", save;
   int steps = 3;
   std::vector<std::string> sets;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -95,6 +111,8 @@ int main(int argc, char** argv) {
       steps = std::stoi(argv[i + 1]);
     else if (a == "--set")
       sets.push_back(argv[i + 1]);
+    else if (a == "--save")
+      save = argv[i + 1];
   }
   auto world = wit::dist::make_communicator();
   TimedCommunicator comm(*world);
@@ -109,6 +127,28 @@ int main(int argc, char** argv) {
     const wit::RunPlan plan(rc, ds);
     auto layout = wit::make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, comm);
     layout->init(1);
+    if (!save.empty()) {
+      comm.barrier();
+      const double before = proc_status_bytes("VmRSS");
+      reset_peak_rss();
+      const auto t0 = Clock::now();
+      layout->save(save, wit::CheckpointInfo{0, layout->num_params(), {}, {}});
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double peak = proc_status_bytes("VmHWM");
+      comm.barrier();
+      if (comm.is_root()) {
+        std::remove(save.c_str());
+        fmt::print("{}\n", nlohmann::json{{"mode", layout->name()},
+                                          {"world", comm.size()},
+                                          {"params", layout->num_params()},
+                                          {"state_bytes_per_rank", layout->state_bytes()},
+                                          {"rank0_rss_before_save_bytes", before},
+                                          {"rank0_peak_rss_during_save_bytes", peak},
+                                          {"save_s", secs}}
+                                .dump());
+      }
+      return 0;
+    }
     wit::train_step(*layout, plan.context());  // warm-up
     std::vector<double> step_s, comm_s;
     for (int i = 0; i < steps; ++i) {

@@ -139,7 +139,7 @@ Synthetic make_synthetic(const Options& o, std::mt19937_64& rng) {
   wit::witness::Heads head;
   head.genesis = meta.genesis();
   head.steps = steps;
-  head.step_head = head.probe_head = head.checkpoint_head = head.eval_head = random_digest(rng);
+  head.step_head = head.fingerprint_head = head.checkpoint_head = head.eval_head = random_digest(rng);
   s.run = wit::witness::RunFacts::from_signed_head(
       meta, head, key.sign(wit::witness::signed_message(wit::witness::head_hash(head))));
   return s;

@@ -133,17 +133,17 @@ struct Round {
   // Per step: medians of the trainer's steps (both runs) and of the replayed ones, and the
   // median over steps of trainer ÷ replay (step i against the mean of the two runs' step i).
   double step_median = 0, replay_median = 0, paired = 0;
-  // Each replayed step but the last (which also recomputes the final probe and val loss), from
+  // Each replayed step but the last (which also recomputes the final fingerprint and val loss), from
   // one progress line to the next, less the state hash where the step closes a segment.
   std::vector<double> replay_steps;
   double load = 0;  // one checkpoint load with its hash check
   int64_t loads = 0;
   // Per segment, in the run: the challenge stage less its steps, its loads and the final
-  // evaluation it repeats (the closing state hash, the first segment's init, probes).
+  // evaluation it repeats (the closing state hash, the first segment's init, fingerprints).
   double segment_rest = 0;
   double state_hash = 0;  // the closing state hash timed alone: what the model charges a segment
   double audit_per_step = 0;
-  double fixed = 0;  // everything not per step or per segment (the init and probes included)
+  double fixed = 0;  // everything not per step or per segment (the init and fingerprints included)
   double train_wall = 0, verify_wall = 0;
   double ratio() const { return step_mean / replay_mean; }  // replay steps/s ÷ trainer's
 };

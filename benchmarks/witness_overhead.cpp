@@ -84,7 +84,7 @@ wit::witness::LogWriter open_log(const fs::path& file, const Run& run,
                                  wit::dist::Communicator& comm) {
   auto key = wit::witness::SigningKey::generate();
   const auto meta = wit::run_meta(run.cfg, manifest, num_params, key.public_key(),
-                                  wit::session_json(comm, run.rc, "replicated", 0));
+                                  wit::session_json(comm, run.rc, "ddp", 0));
   return wit::witness::LogWriter::create(file, meta, std::move(key));
 }
 

@@ -250,6 +250,12 @@ Config Config::parse(const std::string& yaml_text, const std::string& origin, co
   return c;
 }
 
+void Config::set(const std::string& path, const std::string& value, const std::string& origin) {
+  const Key* key = schema_ ? schema_->find(path) : nullptr;
+  WIT_CHECK(key, "{} sets unknown config key {}", origin, path);
+  values_[path] = canonical(*key, value, origin);
+}
+
 const std::string& Config::raw(const std::string& path, Type type) const {
   const Key* key = schema_ ? schema_->find(path) : nullptr;
   WIT_CHECK(key && key->type == type, "config key {} read as {}", path, type_name(type));

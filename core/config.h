@@ -63,6 +63,10 @@ class Config {
   static Config parse(const std::string& yaml_text, const std::string& origin, const Schema& schema,
                       const std::vector<std::string>& overrides = {});
 
+  // Replaces one key's value, checked against the schema like a --set (`origin` names who sets
+  // it in errors): how a value resolved at start-up (an "auto") enters the config.
+  void set(const std::string& path, const std::string& value, const std::string& origin);
+
   int64_t get_int(const std::string& path) const;
   double get_float(const std::string& path) const;
   bool get_bool(const std::string& path) const;

@@ -5,40 +5,43 @@
 
 #include "core/error.h"
 #include "trainer/bucket_reducer.h"
+#include "trainer/device_ops.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {
 
-OptimizerState OptimizerState::zeros(int64_t n) {
-  return {torch::zeros({n}, torch::kFloat32), torch::zeros({n}, torch::kFloat32), 0};
+OptimizerState OptimizerState::zeros(int64_t n, const torch::TensorOptions& options) {
+  const auto o = options.dtype(torch::kFloat32);
+  return {torch::zeros({n}, o), torch::zeros({n}, o), 0};
 }
 
 torch::Tensor GradientPool::take() {
-  if (free_.empty()) return torch::zeros({n_}, torch::kFloat32);
+  if (free_.empty()) return torch::zeros({n_}, options_);
   auto t = std::move(free_.back());
   free_.pop_back();
   t.zero_();
   return t;
 }
 
-Layout::Layout(const model::GPTConfig& cfg, dist::Communicator& comm)
+Layout::Layout(const model::GPTConfig& cfg, dist::Communicator& comm, const Compute& compute)
     : cfg_(cfg),
       comm_(comm),
+      compute_(compute),
       specs_(model::gpt_param_specs(cfg)),
       units_(model::gpt_units(cfg)),
-      mask_(model::causal_mask(cfg.context)),
+      mask_(model::causal_mask(cfg.context).to(compute.device)),
       num_params_(model::gpt_param_count(cfg)) {
   WIT_CHECK(cfg.n_embd % cfg.n_head == 0, "n_embd {} not divisible by n_head {}", cfg.n_embd,
             cfg.n_head);
 }
 
-witness::ProbeFields Layout::probe(const MicroBatch& batch) {
+witness::FingerprintFields Layout::fingerprint(const MicroBatch& batch) {
   if (!collective_forward() && !comm_.is_root()) return {};
-  auto logits = forward_logits(*this, batch.x);
+  auto logits = forward_logits(*this, batch.x.to(compute_.device));
   if (!comm_.is_root()) return {};
-  return probe_outputs(logits, batch.y, opt_.step);
+  return fingerprint_of_logits(logits.to(torch::kCPU), batch.y, opt_.step);
 }
 
 float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) {
@@ -46,7 +49,8 @@ float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64
   double total = 0.0;
   for (int64_t k = 0; k < batches; ++k) {
     const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
-    total += double(model::cross_entropy_mean(forward_logits(*this, mb.x), mb.y).value);
+    const auto logits = forward_logits(*this, mb.x.to(compute_.device)).to(torch::kFloat32);
+    total += double(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).value);
   }
   return float(total / double(batches));
 }
@@ -56,18 +60,22 @@ witness::Fingerprint Layout::weight_fingerprint() { return sum_sketches(my_sketc
 void Layout::export_model(const std::filesystem::path& file,
                           const std::map<std::string, std::string>& metadata) {
   torch::Tensor full = full_params();
-  if (comm_.is_root()) export_gpt2_safetensors(cfg_, full, file, metadata);
+  if (comm_.is_root()) export_gpt2_safetensors(cfg_, full.to(torch::kCPU), file, metadata);
 }
 
-witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Tensor& y,
+witness::FingerprintFields fingerprint_of_logits(const torch::Tensor& logits, const torch::Tensor& y,
                                    int64_t steps_done) {
   torch::NoGradGuard no_grad;
   const int64_t S = y.size(0), T = y.size(1);
-  auto logp = torch::log_softmax(logits, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1).contiguous();
-  auto argmax = logits.argmax(-1).to(torch::kInt64).contiguous();
+  auto logp = torch::log_softmax(logits, -1)
+                  .gather(-1, y.unsqueeze(-1))
+                  .squeeze(-1)
+                  .to(torch::kCPU, torch::kFloat32)
+                  .contiguous();
+  auto argmax = logits.argmax(-1).to(torch::kCPU, torch::kInt64).contiguous();
   const float* lp = logp.data_ptr<float>();
   const int64_t* am = argmax.data_ptr<int64_t>();
-  witness::ProbeFields f;
+  witness::FingerprintFields f;
   f.step = uint64_t(steps_done);
   for (int64_t s = 0; s < S; ++s) {
     double sum = 0;  // left to right: a fixed order whatever the thread count
@@ -75,7 +83,7 @@ witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Ten
     f.mean_logprob.push_back(float(sum / double(T)));
   }
   std::vector<uint16_t> tokens(am, am + S * T);
-  f.argmax_digest = witness::probe_argmax_digest(tokens);
+  f.argmax_digest = witness::fingerprint_argmax_digest(tokens);
   return f;
 }
 
@@ -86,32 +94,34 @@ namespace {
 
 class DdpLayout final : public Layout {
  public:
-  DdpLayout(const model::GPTConfig& cfg, dist::Communicator& comm)
-      : Layout(cfg, comm),
-        flat_(torch::empty({num_params_}, torch::kFloat32)),
-        pool_(padded_size(num_params_, comm.size())) {}
+  DdpLayout(const model::GPTConfig& cfg, dist::Communicator& comm, const Compute& compute)
+      : Layout(cfg, comm, compute),
+        flat_(torch::empty({num_params_}, options())),
+        pool_(padded_size(num_params_, comm.size()), options()) {}
   std::string name() const override { return "ddp"; }
   int64_t state_bytes() const override { return 3 * num_params_ * 4; }
   void init(uint64_t seed) override {
     model::init_params(cfg_, seed, 0, flat_);
-    opt_ = OptimizerState::zeros(num_params_);
+    opt_ = OptimizerState::zeros(num_params_, options());
   }
   void load(const std::filesystem::path& file) override {
     Checkpoint c = load_checkpoint(file);  // every rank verifies the hash of what it loads
     WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
               c.info.num_params, num_params_);
     flat_.copy_(c.params);
-    opt_ = {c.m, c.v, c.info.step};
+    opt_ = {c.m.to(compute_.device), c.v.to(compute_.device), c.info.step};
   }
   Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
     if (!comm_.is_root()) return {};
-    return save_checkpoint(file, info, flat_, opt_.m, opt_.v);
+    const auto host = [](const torch::Tensor& t) { return t.to(torch::kCPU); };
+    return save_checkpoint(file, info, host(flat_), host(opt_.m), host(opt_.v));
   }
   Digest state_hash(const Digest& genesis) override {
     if (!comm_.is_root()) return {};
-    return wit::state_hash(genesis, opt_.step, flat_, opt_.m, opt_.v);
+    const auto host = [](const torch::Tensor& t) { return t.to(torch::kCPU); };
+    return wit::state_hash(genesis, opt_.step, host(flat_), host(opt_.m), host(opt_.v));
   }
-  torch::Tensor full_params() override { return flat_; }
+  torch::Tensor full_params() override { return flat_.to(torch::kCPU); }
 
   // Rank r computes the aligned block [r·M/N, (r+1)·M/N): a subtree of the canonical tree.
   std::vector<int64_t> micro_batches_of_rank(int64_t M) const override {
@@ -163,7 +173,7 @@ class DdpLayout final : public Layout {
   }
   void release_grads(torch::Tensor g) override { pool_.give(std::move(g)); }
   double grad_norm(const torch::Tensor& g) override {
-    return optim::grad_norm(g.data_ptr<float>(), num_params_);
+    return optim::norm_from_partials(grad_norm_partials(g, num_params_));
   }
   torch::Tensor& local_params() override { return flat_; }
   int64_t local_count() const override { return num_params_; }
@@ -173,7 +183,7 @@ class DdpLayout final : public Layout {
   // Each rank sketches its slice of the (replicated) parameters.
   witness::WeightSketch my_sketch() override {
     const auto [lo, hi] = sketch_slice(num_params_, comm_.rank(), comm_.size());
-    return witness::sketch_weights(flat_.data_ptr<float>() + lo, lo, hi - lo);
+    return sketch_weights(flat_.narrow(0, lo, hi - lo), lo);
   }
   bool collective_forward() const override { return false; }
 
@@ -210,21 +220,21 @@ class DdpLayout final : public Layout {
 
 class FsdpLayout final : public Layout {
  public:
-  FsdpLayout(const model::GPTConfig& cfg, dist::Communicator& comm)
-      : Layout(cfg, comm),
+  FsdpLayout(const model::GPTConfig& cfg, dist::Communicator& comm, const Compute& compute)
+      : Layout(cfg, comm, compute),
         world_(comm.size()),
         rank_(comm.rank()),
         shard_size_((num_params_ + int64_t(world_) * optim::kNormChunk - 1) /
                     (int64_t(world_) * optim::kNormChunk) * optim::kNormChunk),
         begin_(int64_t(rank_) * shard_size_),
-        shard_(torch::zeros({shard_size_}, torch::kFloat32)),
-        pool_(shard_size_) {}
+        shard_(torch::zeros({shard_size_}, options())),
+        pool_(shard_size_, options()) {}
   std::string name() const override { return "fsdp"; }
   int64_t state_bytes() const override { return 3 * shard_size_ * 4; }
   void init(uint64_t seed) override {
     torch::Tensor mine = shard_.narrow(0, 0, owned());
     model::init_params(cfg_, seed, begin_, mine);
-    opt_ = OptimizerState::zeros(shard_size_);
+    opt_ = OptimizerState::zeros(shard_size_, options());
   }
   void load(const std::filesystem::path& file) override {
     if (comm_.is_root()) verify_checkpoint(file);  // one rank streams the whole file's hash
@@ -233,7 +243,7 @@ class FsdpLayout final : public Layout {
     WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
               c.info.num_params, num_params_);
     shard_.copy_(c.params);
-    opt_ = {c.m, c.v, c.info.step};
+    opt_ = {c.m.to(compute_.device), c.v.to(compute_.device), c.info.step};
   }
   // Shards stream through rank 0 into the one canonical file.
   Digest save(const std::filesystem::path& file, const CheckpointInfo& info) override {
@@ -267,7 +277,7 @@ class FsdpLayout final : public Layout {
   // The unit's full parameters, gathered from every rank's shard (collective).
   torch::Tensor unit_params(size_t u) override {
     const auto& unit = units_[u];
-    auto full = torch::empty({unit.end - unit.begin}, torch::kFloat32);
+    auto full = torch::empty({unit.end - unit.begin}, options());
     const int64_t from = std::max<int64_t>(0, std::max(unit.begin, begin_) - begin_);
     comm_.all_gather_v(shard_.data_ptr<float>() + from, full.data_ptr<float>(),
                        counts(unit.begin, unit.end));
@@ -279,7 +289,7 @@ class FsdpLayout final : public Layout {
   }
   void begin_micro_batch() override { acc_ = pool_.take(); }
   torch::Tensor unit_grad(size_t u) override {
-    auto g = torch::zeros({units_[u].end - units_[u].begin}, torch::kFloat32);
+    auto g = torch::zeros({units_[u].end - units_[u].begin}, options());
     open_[u] = g;
     return g;
   }
@@ -306,7 +316,7 @@ class FsdpLayout final : public Layout {
   void release_grads(torch::Tensor g) override { pool_.give(std::move(g)); }
   // This shard's chunk partials, gathered in rank (= chunk) order.
   double grad_norm(const torch::Tensor& g) override {
-    auto mine = optim::grad_norm_partials(g.data_ptr<float>(), shard_size_);
+    auto mine = grad_norm_partials(g, shard_size_);
     std::vector<double> partials(mine.size() * size_t(world_));
     comm_.all_gather_bytes(mine.data(), mine.size() * sizeof(double), partials.data());
     return optim::norm_from_partials(partials);
@@ -319,7 +329,7 @@ class FsdpLayout final : public Layout {
     return segs;
   }
   witness::WeightSketch my_sketch() override {
-    return witness::sketch_weights(shard_.data_ptr<float>(), begin_, owned());
+    return sketch_weights(shard_.narrow(0, 0, owned()), begin_);
   }
   bool collective_forward() const override { return true; }
 
@@ -356,7 +366,15 @@ class FsdpLayout final : public Layout {
     for (int k = 0; k < 3; ++k)
       for (int r = 0; r < world_; ++r) {
         if (r == 0) {
-          sink(parts[k]->data_ptr<float>(), real(0));
+          if (parts[k]->is_cpu()) {
+            sink(parts[k]->data_ptr<float>(), real(0));
+          } else {
+            for (int64_t at = 0; at < real(0); at += kStreamChunk) {
+              const int64_t n = std::min(kStreamChunk, real(0) - at);
+              const auto host = parts[k]->narrow(0, at, n).to(torch::kCPU);
+              sink(host.data_ptr<float>(), n);
+            }
+          }
           continue;
         }
         for (int64_t at = 0; at < real(r); at += kStreamChunk) {
@@ -386,18 +404,23 @@ class FsdpLayout final : public Layout {
 }  // namespace
 
 std::unique_ptr<Layout> make_layout(const std::string& mode, const model::GPTConfig& cfg,
-                                    int64_t M, dist::Communicator& comm) {
+                                    int64_t M, dist::Communicator& comm, const Compute& compute) {
   if (mode != "ddp" && mode != "fsdp") fail("unknown dist.mode {}: ddp or fsdp", mode);
   dist::check_world_size(comm.size(), M);
+  if (compute.is_cuda() && comm.size() > 1 && comm.backend() != "nccl")
+    fail(
+        "train.device = cuda on {} processes needs the NCCL backend to carry device buffers, "
+        "and the {} backend does not (wit builds it where CUDA and NCCL are found: docs/gpu.md)",
+        comm.size(), comm.backend());
   if (mode == "fsdp" && comm.size() > 1) {
     if ((M & (M - 1)) != 0)
       fail(
           "dist.mode = fsdp needs train.micro_batches to be a power of two (got {}): sharded "
           "rounds of {} micro-batches must be subtrees of the canonical sum",
           M, comm.size());
-    return std::make_unique<FsdpLayout>(cfg, comm);
+    return std::make_unique<FsdpLayout>(cfg, comm, compute);
   }
-  return std::make_unique<DdpLayout>(cfg, comm);
+  return std::make_unique<DdpLayout>(cfg, comm, compute);
 }
 
 }  // namespace wit

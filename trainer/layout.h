@@ -21,6 +21,7 @@
 
 #include "trainer/batch.h"
 #include "trainer/checkpoint.h"
+#include "trainer/compute.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/model/gpt.h"
 #include "trainer/optim/adamw.h"
@@ -34,18 +35,19 @@ struct OptimizerState {
   torch::Tensor m;   // fp32, as long as the local parameters
   torch::Tensor v;   // fp32
   int64_t step = 0;  // steps completed; the next step has index `step`
-  static OptimizerState zeros(int64_t n);
+  static OptimizerState zeros(int64_t n, const torch::TensorOptions& options = {});
 };
 
 // Reusable gradient buffers, so a step does not allocate a gradient per micro-batch.
 class GradientPool {
  public:
-  explicit GradientPool(int64_t size) : n_(size) {}
+  GradientPool(int64_t size, const torch::TensorOptions& options) : n_(size), options_(options) {}
   torch::Tensor take();  // zeroed (size,)
   void give(torch::Tensor t) { free_.push_back(std::move(t)); }
 
  private:
   int64_t n_;
+  torch::TensorOptions options_;
   std::vector<torch::Tensor> free_;
 };
 
@@ -59,6 +61,12 @@ class Layout {
   const torch::Tensor& mask() const { return mask_; }
   int64_t num_params() const { return num_params_; }
   dist::Communicator& comm() { return comm_; }
+  // The device, precision and attention kernel the state and the step use.
+  const Compute& compute() const { return compute_; }
+  // fp32 tensors on the compute's device.
+  torch::TensorOptions options() const {
+    return torch::TensorOptions().dtype(torch::kFloat32).device(compute_.device);
+  }
   OptimizerState& optimizer() { return opt_; }
   int64_t steps_done() const { return opt_.step; }
   // Model state bytes this rank holds at rest (parameters, moments; gradients are transient).
@@ -74,7 +82,7 @@ class Layout {
   // Collective: the state hash of the current state (as save() would commit it for the run of
   // `genesis`), on rank 0.
   virtual Digest state_hash(const Digest& genesis) = 0;
-  // Collective: the whole flat parameter vector (P,), meaningful on rank 0.
+  // Collective: the whole flat parameter vector (P,) on the host, meaningful on rank 0.
   virtual torch::Tensor full_params() = 0;
   // Collective: the final weights as safetensors, written by rank 0.
   void export_model(const std::filesystem::path& file,
@@ -113,16 +121,18 @@ class Layout {
   virtual bool collective_forward() const = 0;
 
   // --- Fingerprints and evaluation (collective where the layout needs it; rank 0 has the value)
-  witness::ProbeFields probe(const MicroBatch& batch);
+  // The behavioural fingerprint: the model's outputs on the probe batch.
+  witness::FingerprintFields fingerprint(const MicroBatch& batch);
   float evaluate(const data::TokenStream& val, int64_t seq_len, int64_t micro_batch_size,
                  int64_t batches);
   // The weight sketch of the current parameters (collective; every rank gets it).
   witness::Fingerprint weight_fingerprint();
 
  protected:
-  Layout(const model::GPTConfig& cfg, dist::Communicator& comm);
+  Layout(const model::GPTConfig& cfg, dist::Communicator& comm, const Compute& compute);
   model::GPTConfig cfg_;
   dist::Communicator& comm_;
+  Compute compute_;
   std::vector<model::ParamSpec> specs_;
   std::vector<model::Unit> units_;
   torch::Tensor mask_;
@@ -131,14 +141,16 @@ class Layout {
 };
 
 // mode: dist.mode ("ddp" or "fsdp"); a single process always runs ddp. Checks every rule of
-// the layout: the world size against M, and for fsdp on N > 1 that M is a power of two.
+// the layout: the world size against M, for fsdp on N > 1 that M is a power of two, and for a
+// GPU on N > 1 that `comm` carries device buffers (the NCCL backend).
 std::unique_ptr<Layout> make_layout(const std::string& mode, const model::GPTConfig& cfg,
-                                    int64_t micro_batches, dist::Communicator& comm);
+                                    int64_t micro_batches, dist::Communicator& comm,
+                                    const Compute& compute = {});
 
 // The behavioural fingerprint from the model's logits (S, T, V) on the probe batch with targets
 // y (S, T): per sequence the mean log-probability of its targets (summed in a fixed order),
 // and the digest of the argmax tokens.
-witness::ProbeFields probe_outputs(const torch::Tensor& logits, const torch::Tensor& y,
+witness::FingerprintFields fingerprint_of_logits(const torch::Tensor& logits, const torch::Tensor& y,
                                    int64_t steps_done);
 
 }  // namespace wit

@@ -13,12 +13,28 @@ const config::Schema& run_schema() {
     s.add_int("model", "vocab_size", 257, "token vocabulary (>= the dataset's)", 2, 65536);
     s.add_int("model", "context", 256, "maximum sequence length", 1, 65536);
     s.add_float("model", "dropout", 0.0, "dropout probability", 0.0, 0.99);
+    s.add_string("model", "attention", "math",
+                 "attention kernel: math (explicit softmax(QK^T/sqrt(d))V, every libtorch), flash "
+                 "(scaled-dot-product attention's flash kernel: libtorch 2.x on CUDA with "
+                 "train.precision=bf16 and model.dropout=0), auto (flash where it can run, else "
+                 "math). Committed as resolved",
+                 {"auto", "math", "flash"});
 
     s.add_string("data", "dir", "data/kjv", "dataset directory made by `wit prepare`");
     s.add_int("data", "seq_len", 128, "tokens per training sequence (T <= context)", 1, 65536);
     s.add_int("data", "seed", 1, "seed of the sample order", 0, 9.2e18);
 
     s.add_int("train", "steps", 1000, "optimizer steps", 1, 1e12);
+    s.add_string("train", "device", "auto",
+                 "where the state and the step live: cpu; cuda (rank r uses GPU r mod the "
+                 "visible GPUs; needs a libtorch built with CUDA); auto: cuda when this libtorch "
+                 "has CUDA and a GPU is visible, else cpu. Not committed: a run's bits depend on "
+                 "the device, and `wit verify` replays exactly only on the same one",
+                 {"auto", "cpu", "cuda"});
+    s.add_string("train", "precision", "fp32",
+                 "matmul and attention precision: fp32, or bf16 (autocast, with fp32 master "
+                 "weights, gradients and AdamW state; on CUDA). Committed",
+                 {"fp32", "bf16"});
     s.add_int("train", "micro_batches", 1, "micro-batches per step (M)", 1, 1 << 20);
     s.add_int("train", "micro_batch_size", 8, "sequences per micro-batch (b)", 1, 1 << 20);
     s.add_int("train", "seed", 1, "run seed: init and dropout", 0, 9.2e18);
@@ -66,6 +82,9 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.vocab_size = c.get_int("model.vocab_size");
   r.model.context = c.get_int("model.context");
   r.model.dropout = c.get_float("model.dropout");
+  r.model.attention = c.get_string("model.attention");
+  r.train.device = c.get_string("train.device");
+  r.train.precision = c.get_string("train.precision");
   r.data.dir = c.get_string("data.dir");
   r.data.seq_len = c.get_int("data.seq_len");
   r.data.seed = uint64_t(c.get_int("data.seed"));
@@ -109,11 +128,21 @@ std::string committed_yaml(const config::Config& c) {
   // The canonical reduction gives the same bits at any world size; another one is part of the
   // trajectory.
   if (c.get_string("dist.reduction") == "canonical") exclude.push_back("dist.reduction");
+  // fp32 and the math attention are what a key left out means (every run before the keys
+  // existed trained so); the others are part of the trajectory. An unresolved "auto" is never
+  // committed: the trainer resolves it first (trainer/compute.h).
+  if (c.get_string("train.precision") == "fp32") exclude.push_back("train.precision");
+  const std::string& attention = c.get_string("model.attention");
+  WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
+  if (attention == "math") exclude.push_back("model.attention");
   return c.to_yaml(exclude);
 }
 
 config::Config parse_committed(const std::string& yaml, const std::string& origin) {
   config::Config c = config::Config::parse(yaml, origin, run_schema());
+  if (c.get_string("model.attention") == "auto")
+    fail("{}: model.attention = auto in a committed config: a run commits the kernel it used",
+         origin);
   if (committed_yaml(c) != yaml)
     fail(
         "{}: the committed config is not in canonical form (a key is missing, extra, out of "
@@ -123,7 +152,8 @@ config::Config parse_committed(const std::string& yaml, const std::string& origi
 }
 
 const std::vector<std::string>& resume_mutable_keys() {
-  static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every"};
+  static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every",
+                                                "train.device"};
   return keys;
 }
 

@@ -25,6 +25,8 @@ struct TrainConfig {
   int64_t micro_batch_size = 8;  // b sequences per micro-batch
   uint64_t seed = 1;             // run seed: initialisation and per-micro-batch RNG
   int64_t threads = 1;           // intra-op threads; part of the run's numerics
+  std::string device = "auto";   // auto | cpu | cuda (trainer/compute.h resolves auto)
+  std::string precision = "fp32";  // fp32 | bf16
   int64_t log_every = 10;
   int64_t eval_every = 100;
   int64_t eval_batches = 8;

@@ -1,5 +1,5 @@
 // What a run does around its steps, derived once from its resolved config and dataset, and
-// shared by `wit train` and `wit verify` so both read the same batches, probe the same way and
+// shared by `wit train` and `wit verify` so both read the same batches, fingerprint the same way and
 // step with the same context: the batch source, the probe batch, the step context, and the
 // cadence of fingerprints, evaluations and checkpoints (RunConfig::*_after).
 #pragma once

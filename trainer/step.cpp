@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "trainer/device_ops.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {
@@ -56,7 +57,8 @@ StepRecord begin_step(const BatchSource& data, int64_t step, const StepContext& 
 }
 
 PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int64_t micro,
-                                       std::vector<MicroBatchWitness>& witnessed) {
+                                       std::vector<MicroBatchWitness>& witnessed,
+                                       const torch::Device& device) {
   const BatchSource& data = *ctx.data;
   auto tokens = data.micro_batch_tokens(step, micro);
   const uint64_t seed = micro_batch_seed(ctx.run_seed, step, micro);
@@ -64,8 +66,12 @@ PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int
     witnessed.push_back({micro, witness::micro_batch_hash(tokens.data(), tokens.size()), seed});
   const int64_t T = data.seq_len();
   if (ctx.feed) tokens = ctx.feed(step, micro, std::move(tokens));
-  return {to_micro_batch(tokens, int64_t(tokens.size()) / (T + 1), T),
-          at::make_generator<at::CPUGeneratorImpl>(seed)};
+  MicroBatch mb = to_micro_batch(tokens, int64_t(tokens.size()) / (T + 1), T);
+  if (device.is_cpu()) return {std::move(mb), at::make_generator<at::CPUGeneratorImpl>(seed)};
+  // The device's own generator kind, seeded alike: dropout masks are drawn where they are used.
+  torch::Generator gen = at::globalContext().defaultGenerator(device).clone();
+  gen.set_current_seed(seed);
+  return {{mb.x.to(device), mb.y.to(device)}, std::move(gen)};
 }
 
 StepRecord committed_inputs(const StepContext& ctx, int64_t step) {
@@ -171,6 +177,7 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
   {
     std::optional<torch::NoGradGuard> no_grad;
     if (recompute) no_grad.emplace();
+    AutocastScope autocast(L.compute());
     model::Dropout d{cfg.dropout, true, gen};
     if (recompute) gen_at[0] = gen.clone();
     torch::Tensor p0 = L.unit_params(0);
@@ -203,10 +210,14 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
     auto lnf = leaves(L, last, p_lnf, L.unit_grad(last));
     auto emb = leaves(L, 0, p_emb, g_emb);
     auto xl = recompute ? h.detach().requires_grad_() : h;
-    auto loss =
-        model::cross_entropy_mean(model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], emb[0]), mb.y);
-    loss.objective.backward();
-    loss_value = double(loss.value);
+    std::optional<model::Loss> loss;
+    {
+      AutocastScope autocast(L.compute());
+      loss = model::cross_entropy_mean(model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], emb[0]),
+                                       mb.y);
+    }
+    loss->objective.backward();
+    loss_value = double(loss->value);
     grad = xl.grad();
     L.unit_grad_done(last);
   }
@@ -217,7 +228,12 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
       auto p = leaves(L, u, pu, L.unit_grad(u));
       auto xin = inputs[u].detach().requires_grad_();
       model::Dropout d{cfg.dropout, true, gen_at[u].clone()};
-      model::gpt_block(cfg, xin, p, L.mask(), d).backward(grad);
+      torch::Tensor out;
+      {
+        AutocastScope autocast(L.compute());
+        out = model::gpt_block(cfg, xin, p, L.mask(), d);
+      }
+      out.backward(grad);
       grad = xin.grad();
     } else {
       outputs[u].backward(grad);
@@ -231,7 +247,12 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
     torch::Tensor p0 = L.unit_params(0);
     auto emb = leaves(L, 0, p0, g_emb);
     model::Dropout d{cfg.dropout, true, gen_at[0].clone()};
-    model::gpt_embed(cfg, emb[0], emb[1], mb.x, d).backward(grad);
+    torch::Tensor out;
+    {
+      AutocastScope autocast(L.compute());
+      out = model::gpt_embed(cfg, emb[0], emb[1], mb.x, d);
+    }
+    out.backward(grad);
   } else {
     x0.backward(grad);
   }
@@ -273,7 +294,7 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
   const std::vector<int64_t> mine = L.micro_batches_of_rank(M);
   L.begin_grads(int64_t(mine.size()), ctx.canonical_reduction);
   for (int64_t i : mine) {
-    auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed);
+    auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed, L.compute().device);
     L.begin_micro_batch();
     losses.push_back({i, forward_backward(L, mb, gen)});
     L.micro_batch_done();
@@ -285,10 +306,8 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
   const double norm = L.grad_norm(g);
   rec.grad_norm = float(norm);
   const int64_t n = L.local_count();
-  float* gp = g.data_ptr<float>();
-  rec.clip_factor = optim::clip_grads(gp, n, norm, rec.hyper.grad_clip);
-  optim::adamw_update(L.local_params().data_ptr<float>(), gp, opt.m.data_ptr<float>(),
-                      opt.v.data_ptr<float>(), n, L.local_segments(), opt.step + 1, rec.hyper);
+  rec.clip_factor = clip_grads(g, n, norm, rec.hyper.grad_clip);
+  adamw_update(L.local_params(), g, opt.m, opt.v, n, L.local_segments(), opt.step + 1, rec.hyper);
   ++opt.step;
   L.release_grads(std::move(g));
   if (ctx.witness) seal_record(rec, witnessed, L.my_sketch(), M, L.comm());
@@ -297,6 +316,7 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
 
 torch::Tensor forward_logits(Layout& L, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
+  AutocastScope autocast(L.compute());
   const auto& cfg = L.config();
   model::Dropout none{0.0, false, std::nullopt};
   const size_t last = L.units().size() - 1;

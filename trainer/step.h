@@ -68,14 +68,15 @@ struct MicroBatchWitness {
   uint64_t seed = 0;     // its generator's seed
 };
 
-// Micro-batch `micro` of `step` as tensors, with its generator seeded H(run_seed, step, micro);
-// when witnessing, its facts are added to `witnessed`.
+// Micro-batch `micro` of `step` as tensors on `device`, with a generator there seeded
+// H(run_seed, step, micro); when witnessing, its facts are added to `witnessed`.
 struct PreparedMicroBatch {
   MicroBatch batch;
   torch::Generator gen;
 };
 PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int64_t micro,
-                                       std::vector<MicroBatchWitness>& witnessed);
+                                       std::vector<MicroBatchWitness>& witnessed,
+                                       const torch::Device& device = torch::kCPU);
 
 // Completes a record's witness fields from every rank's facts (collective: one all-gather):
 // the batch hash and RNG commitment over all M micro-batches in index order, and the weight

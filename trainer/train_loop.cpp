@@ -15,8 +15,11 @@
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
-#include "trainer/dist/gpu_determinism.h"
+#include "trainer/compute.h"
 #include "trainer/dist/mpi_communicator.h"
+#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
+#include "trainer/dist/nccl_communicator.h"
+#endif
 #include "trainer/layout.h"
 #include "trainer/run_config.h"
 #include "trainer/run_plan.h"
@@ -42,6 +45,31 @@ double measure_matmul_flops(int reps) {
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return 2.0 * 1024.0 * 1024.0 * 1024.0 / best;
+}
+
+double measure_matmul_flops(const Compute& compute, int reps) {
+  if (!compute.is_cuda()) return measure_matmul_flops(reps);
+  torch::NoGradGuard g;
+  const int64_t n = kGpuPeakSize;
+  const auto opts =
+      torch::TensorOptions().device(compute.device).dtype(compute.bf16 ? torch::kBFloat16
+                                                                       : torch::kFloat32);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  auto sync = [] {
+#ifdef WIT_TORCH_CUDA
+    torch::cuda::synchronize();
+#endif
+  };
+  for (int i = 0; i < 3; ++i) a.mm(b);  // warm-up: kernel choice, clocks
+  sync();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    auto c = a.mm(b);
+    sync();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * double(n) * double(n) * double(n) / best;
 }
 
 namespace {
@@ -121,7 +149,7 @@ ResolvedRun resolve(const TrainOptions& o) {
       if (std::find(ok.begin(), ok.end(), key) == ok.end() && schema.find(key))
         fail(
             "--set {}: cannot change {} when resuming: the run's witness log committed to it "
-            "(changeable: data.dir, dist.mode, train.log_every)",
+            "(changeable: data.dir, dist.mode, train.log_every, train.device)",
             ov, key);
     }
     return {config::Config::load(cfg_file, schema, o.overrides), o.run_dir};
@@ -176,23 +204,24 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   if (opts.until == 0) fail("--until must be at least 1 step");
   ResolvedRun run = resolve(opts);
   comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
+  // The device, precision and attention kernel, resolved here (model.attention = auto becomes
+  // the kernel this run uses, which the genesis commits to).
+  const Compute compute = resolve_compute(run.cfg, local_rank(), quiet);
   const RunConfig rc = run_config_from(run.cfg);
+  // Gradients on a GPU travel over NCCL; control messages stay on MPI.
+  std::unique_ptr<dist::Communicator> device_comm;
+#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
+  if (compute.is_cuda() && comm.size() > 1) device_comm = dist::make_nccl(comm);
+#endif
+  dist::Communicator& step_comm = device_comm ? *device_comm : comm;
   // The layout checks its rules (world size, M) before anything is written.
-  auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, comm);
+  auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, step_comm, compute);
   const fs::path& dir = run.run_dir;
   // The key first: a run that could not sign its log must not start.
   std::optional<witness::SigningKey> key;
   if (is_root) key = training_key(opts.key, quiet);
   set_compute_threads(int(rc.train.threads));
   keep_freed_memory();
-  if (torch::cuda::is_available()) {
-    // GPU numerics pinned before any CUDA work: library settings, then torch's own switches.
-    for (auto& [k, v] : dist::apply_gpu_determinism())
-      if (!quiet) fmt::print("determinism: {}={}\n", k, v);
-    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
-    at::globalContext().setAllowTF32CuBLAS(false);
-    at::globalContext().setAllowTF32CuDNN(false);
-  }
 
   const auto dataset = data::Dataset::open(rc.data.dir);
   if (dataset.vocab_size() > rc.model.vocab_size)
@@ -250,7 +279,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   const fs::path log_file = dir / witness::kLogFileName;
   const bool finished_already =
       opts.resume && steps_done() == total && fs::exists(dir / "model.safetensors");
-  const std::string session = session_json(comm, rc, layout->name(), steps_done());
+  const std::string session = session_json(step_comm, rc, layout->name(), steps_done(), compute);
   witness::Fingerprint loaded_weights{};
   if (!last_ckpt.empty()) loaded_weights = layout->weight_fingerprint();
   std::optional<witness::LogWriter> log;
@@ -281,7 +310,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   };
   const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
   const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
-  const double peak = measure_matmul_flops();
+  const double peak = measure_matmul_flops(compute);
   if (!quiet) {
     fmt::print(
         "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
@@ -290,10 +319,13 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
         rc.data.dir.string(), batches.num_samples(), comm.size(), comm.backend());
     fmt::print("layout {}: {:.1f} MB of parameters and AdamW state on each rank\n",
                layout->name(), double(layout->state_bytes()) / 1e6);
-    fmt::print(
-        "MFU is measured against {:.1f} GFLOP/s: a 1024^3 fp32 matmul on {} thread(s), "
-        "measured now\n",
-        peak / 1e9, rc.train.threads);
+    if (compute.is_cuda())
+      fmt::print("compute: {}\n", device_facts(compute).dump());
+    fmt::print("MFU is measured against {:.1f} GFLOP/s: {}, measured now\n", peak / 1e9,
+               compute.is_cuda()
+                   ? fmt::format("an {}^3 {} matmul on the GPU", kGpuPeakSize,
+                                 compute.bf16 ? "bf16" : "fp32")
+                   : fmt::format("a 1024^3 fp32 matmul on {} thread(s)", rc.train.threads));
     std::fflush(stdout);
   }
 
@@ -312,8 +344,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     });
   };
   auto fingerprint = [&] {  // collective
-    const witness::ProbeFields f = layout->probe(plan.probe_batch());
-    record([&](witness::LogWriter& w) { w.append_probe(f); });
+    const witness::FingerprintFields f = layout->fingerprint(plan.probe_batch());
+    record([&](witness::LogWriter& w) { w.append_fingerprint(f); });
   };
   auto eval = [&] {  // collective
     const float val = layout->evaluate(dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,

@@ -68,7 +68,7 @@ std::string host_name() {
 }  // namespace
 
 std::string session_json(dist::Communicator& comm, const RunConfig& rc, const std::string& layout,
-                         int64_t first_step) {
+                         int64_t first_step, const Compute& compute) {
   // Every rank's host name, fixed width, gathered in rank order.
   constexpr size_t kWidth = 64;
   std::string mine = host_name();
@@ -101,6 +101,7 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
       {"layout", layout},
       {"reduction", rc.dist_reduction == "canonical" ? "canonical-tree" : rc.dist_reduction},
       {"threads", rc.train.threads},
+      {"compute", device_facts(compute)},
       {"data_dir", rc.data.dir.string()},
       {"versions", versions},
       {"hardware", hardware},

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "trainer/compute.h"
 #include "trainer/data/manifest.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/run_config.h"
@@ -20,8 +21,9 @@ namespace wit {
 witness::SigningKey training_key(const std::filesystem::path& explicit_key, bool quiet);
 
 // This session's facts as one JSON object (collective: host names are gathered from every rank).
+// `compute`'s device facts (the GPU model and library versions of a GPU run) are among them.
 std::string session_json(dist::Communicator& comm, const RunConfig& rc, const std::string& layout,
-                         int64_t first_step);
+                         int64_t first_step, const Compute& compute = {});
 
 witness::RunMeta run_meta(const config::Config& cfg,
                           const data::Manifest& manifest, int64_t num_params,

@@ -49,10 +49,10 @@ json summary(const witness::WitnessLog& log, const witness::LogReport& r) {
   j["tokens"] = tokens;
   j["head"] = t.steps.empty() ? to_hex(log.genesis) : to_hex(t.steps.back().hash);
   // Every table's last row hash: equal heads mean equal tables, row for row.
-  const witness::Heads h = witness::heads_of(log.genesis, t, t.steps.size(), t.probes.size(),
+  const witness::Heads h = witness::heads_of(log.genesis, t, t.steps.size(), t.fingerprints.size(),
                                              t.checkpoints.size(), t.evals.size());
   j["heads"] = {{"steps", to_hex(h.step_head)},
-                {"fingerprints", to_hex(h.probe_head)},
+                {"fingerprints", to_hex(h.fingerprint_head)},
                 {"checkpoints", to_hex(h.checkpoint_head)},
                 {"evals", to_hex(h.eval_head)}};
   if (!t.steps.empty()) {
@@ -72,13 +72,13 @@ json summary(const witness::WitnessLog& log, const witness::LogReport& r) {
                      {"state_hash", to_hex(c.fields.state_hash)},
                      {"path", witness::checkpoint_file_name(c.fields.step)}});
   j["checkpoints"] = ckpts;
-  j["fingerprints"] = t.probes.size();
+  j["fingerprints"] = t.fingerprints.size();
   j["fingerprint_every"] =
       r.config ? json(r.config->witness.fingerprint_every) : json(nullptr);
   if (r.signed_heads)
     j["signed_head"] = {{"hash", to_hex(witness::head_hash(*r.signed_heads))},
                         {"steps", r.signed_heads->steps},
-                        {"fingerprints", r.signed_heads->probes},
+                        {"fingerprints", r.signed_heads->fingerprints},
                         {"checkpoints", r.signed_heads->checkpoints},
                         {"evals", r.signed_heads->evals}};
   j["chain"] = {{"valid", r.ok()}, {"valid_steps", r.valid_steps}};
@@ -118,7 +118,7 @@ void print_text(const witness::WitnessLog& log, const witness::LogReport& r, con
                  it->fields.step, t.evals.size());
       break;
     }
-  fmt::print("  fingerprints {} (every {} steps)\n", t.probes.size(), j["fingerprint_every"].dump());
+  fmt::print("  fingerprints {} (every {} steps)\n", t.fingerprints.size(), j["fingerprint_every"].dump());
   if (t.checkpoints.empty())
     fmt::print("  checkpoints  none\n");
   else

@@ -23,7 +23,7 @@
 //
 // Dishonest training: RUN (an honest run, or a copy) gives the config in its config.yaml; its
 // log, checkpoints and model are replaced by a run trained in-process with the trainer's own
-// step, probes, evals, checkpoints and export, as `wit train` on one process does, except:
+// step, fingerprints, evals, checkpoints and export, as `wit train` on one process does, except:
 //     honest                     nothing (every step through the liar's own step function): the
 //                                log must equal `wit train`'s, hash for hash
 //     inject-sample STEP         micro-batch 0 of STEP also trains on a window from elsewhere
@@ -88,12 +88,12 @@ void rechain_and_sign(const RunMeta& meta, Tables& t, const SigningKey& key) {
       p = r.hash;
     }
   };
-  side(t.probes, probe_hash);
+  side(t.fingerprints, fingerprint_hash);
   side(t.checkpoints, checkpoint_hash);
   side(t.evals, eval_hash);
   SignatureRow s;
   s.heads =
-      heads_of(genesis, t, t.steps.size(), t.probes.size(), t.checkpoints.size(), t.evals.size());
+      heads_of(genesis, t, t.steps.size(), t.fingerprints.size(), t.checkpoints.size(), t.evals.size());
   s.head = head_hash(s.heads);
   s.public_key = key.public_key();
   s.signature = key.sign(signed_message(s.head));
@@ -148,7 +148,7 @@ int rewrite(int argc, char** argv) {
   } else if (attack == "truncate") {
     const uint64_t n = arg(0);
     t.steps.resize(n);
-    drop_after(t.probes, n);
+    drop_after(t.fingerprints, n);
     drop_after(t.checkpoints, n);
     drop_after(t.evals, n);
   } else if (attack == "inflate-eval") {
@@ -381,7 +381,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
     log.append_checkpoint({uint64_t(opt.step), state});
     log.sign();
   };
-  auto probe = [&] { log.append_probe(layout->probe(plan.probe_batch())); };
+  auto fingerprint = [&] { log.append_fingerprint(layout->fingerprint(plan.probe_batch())); };
   auto eval = [&] {
     const float v = layout->evaluate(dataset.val(), T, b, rc.train.eval_batches);
     log.append_eval({uint64_t(opt.step), "val", "loss", v});
@@ -403,7 +403,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log.append_step(step_fields(rec), {unix_now(), secs});
     const int64_t done = opt.step;
-    if (rc.fingerprint_after(done)) probe();
+    if (rc.fingerprint_after(done)) fingerprint();
     if (rc.eval_after(done) && done != total) eval();
     if (rc.checkpoint_after(done) && done != total) checkpoint();
   }

@@ -112,6 +112,28 @@ for run in n1 a4; do
   rm -f "$work/$run/certificate.json"
 done
 
+# A run whose sessions say it trained on a GPU: an exact replay elsewhere is refused up front,
+# naming both machines; with a tolerance it replays on the CPU and is never certified.
+rm -rf "$work/gpu" && cp -r "$work/n1" "$work/gpu" && rm -f "$work/gpu/certificate.json"
+/usr/bin/python3 - "$work/gpu/witness.h5" <<'PY' || fail "gpu claim: editing sessions_json"
+import json, sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    s = json.loads(f["meta"].attrs["sessions_json"])
+    s[-1]["compute"] = {"device": "cuda", "gpu": "NVIDIA H200", "sm_count": 132, "cuda": "13.0",
+                        "cublas": "13.1.0", "cudnn": 91300, "precision": "fp32", "attention": "math"}
+    del f["meta"].attrs["sessions_json"]
+    f["meta"].attrs["sessions_json"] = np.bytes_(json.dumps(s))
+PY
+verify "$work/gpu" >"$work/gpu.out" 2>&1 && fail "a GPU run was replayed exactly on the CPU"
+grep -q "the run trained on NVIDIA H200 (132 SMs), CUDA 13.0.*this verifier has no GPU: an exact replay needs the same GPU model and library versions.*--tolerance" "$work/gpu.out" ||
+  { cat "$work/gpu.out"; fail "gpu claim: message"; }
+grep -Eq "^(CERTIFIED|REJECTED)" "$work/gpu.out" && fail "gpu claim: a verdict"
+[ -f "$work/gpu/certificate.json" ] && fail "gpu claim: a certificate was written"
+verify "$work/gpu" --tolerance 1e-3 >"$work/gpu.out" 2>&1
+[ $? -eq 4 ] || { cat "$work/gpu.out"; fail "gpu claim with a tolerance: expected exit 4"; }
+grep -q "note: the run trained on NVIDIA H200.*replaying on the CPU in fp32" "$work/gpu.out" || { cat "$work/gpu.out"; fail "gpu claim: note"; }
+echo "GPU run on a CPU verifier: refused exactly, consistent within a tolerance"
+
 # Each lie: a fresh copy of the honest run, rewritten by the dishonest trainer.
 expect_rejected() {  # NAME EXPECTED_REASON ATTACK ARGS...
   local name=$1 reason=$2

@@ -69,7 +69,7 @@ StepFields step_fields(uint64_t i) {
   return f;
 }
 
-ProbeFields probe_fields(uint64_t step) {
+FingerprintFields probe_fields(uint64_t step) {
   return {step, {-1.0f * float(step), -2.0f, -3.0f}, sha256("argmax " + std::to_string(step))};
 }
 
@@ -79,7 +79,7 @@ void record(LogWriter& w, uint64_t from, uint64_t until) {
   for (uint64_t i = from; i < until; ++i) {
     w.append_step(step_fields(i), {1e9 + double(i), 0.5});
     const uint64_t done = i + 1;
-    if (done % 2 == 0) w.append_probe(probe_fields(done));
+    if (done % 2 == 0) w.append_fingerprint(probe_fields(done));
     if (done % 4 == 0) {
       w.append_eval({done, "val", "loss", 4.0f - 0.01f * float(done)});
       w.append_checkpoint({done, sha256("state " + std::to_string(done))});
@@ -127,8 +127,8 @@ TEST(WitnessLog, RoundTrip) {
     EXPECT_EQ(got.weight_fingerprint, want.weight_fingerprint);
     EXPECT_EQ(log.tables.steps[i].timing.wall_time, 1e9 + double(i));
   }
-  ASSERT_EQ(log.tables.probes.size(), 4u);
-  EXPECT_EQ(log.tables.probes[1].fields.mean_logprob, probe_fields(4).mean_logprob);
+  ASSERT_EQ(log.tables.fingerprints.size(), 4u);
+  EXPECT_EQ(log.tables.fingerprints[1].fields.mean_logprob, probe_fields(4).mean_logprob);
   ASSERT_EQ(log.tables.checkpoints.size(), 2u);
   EXPECT_EQ(log.tables.checkpoints[1].fields.step, 8u);
   ASSERT_EQ(log.tables.evals.size(), 2u);
@@ -349,7 +349,7 @@ TEST(WitnessLogTampering, ResignedWithAnotherKey) {
       p = r.hash;
     }
   };
-  rechain(t.probes, probe_hash);
+  rechain(t.fingerprints, fingerprint_hash);
   rechain(t.checkpoints, checkpoint_hash);
   rechain(t.evals, eval_hash);
   SigningKey attacker = SigningKey::generate();
@@ -360,10 +360,10 @@ TEST(WitnessLogTampering, ResignedWithAnotherKey) {
     };
     for (size_t i = 0; i < t.steps.size(); ++i)
       put("steps/prev_hash", i, t.steps[i].prev), put("steps/record_hash", i, t.steps[i].hash);
-    for (size_t i = 0; i < t.probes.size(); ++i)
-      put("fingerprints/anchor", i, t.probes[i].anchor),
-          put("fingerprints/prev_hash", i, t.probes[i].prev),
-          put("fingerprints/row_hash", i, t.probes[i].hash);
+    for (size_t i = 0; i < t.fingerprints.size(); ++i)
+      put("fingerprints/anchor", i, t.fingerprints[i].anchor),
+          put("fingerprints/prev_hash", i, t.fingerprints[i].prev),
+          put("fingerprints/row_hash", i, t.fingerprints[i].hash);
     for (size_t i = 0; i < t.checkpoints.size(); ++i)
       put("checkpoints/anchor", i, t.checkpoints[i].anchor),
           put("checkpoints/prev_hash", i, t.checkpoints[i].prev),
@@ -374,7 +374,7 @@ TEST(WitnessLogTampering, ResignedWithAnotherKey) {
     for (size_t i = 0; i < t.signatures.size(); ++i) {
       const Heads& h = t.signatures[i].heads;
       const Digest head =
-          head_hash(heads_of(log.genesis, t, h.steps, h.probes, h.checkpoints, h.evals));
+          head_hash(heads_of(log.genesis, t, h.steps, h.fingerprints, h.checkpoints, h.evals));
       put("signatures/head", i, head);
       put("signatures/public_key", i, attacker.public_key());
       put("signatures/signature", i, attacker.sign(signed_message(head)));
@@ -529,7 +529,7 @@ TEST(WitnessLogResume, RowsPastTheCheckpointAreSuperseded) {
   EXPECT_EQ(log.superseded[0].first, "superseded/1");
   EXPECT_EQ(log.superseded[0].second.steps.size(), 3u);
   EXPECT_EQ(log.superseded[0].second.steps[0].fields.step, 4u);
-  EXPECT_EQ(log.superseded[0].second.probes.size(), 1u);
+  EXPECT_EQ(log.superseded[0].second.fingerprints.size(), 1u);
   EXPECT_TRUE(contains(r.notes.back(), "superseded/1: 3 step(s)"));
   EXPECT_EQ(sessions_in(log.meta.sessions_json), 2);
 }

@@ -65,7 +65,7 @@ struct QueryFixture {
     head.genesis = meta.genesis();
     head.steps = steps;
     head.step_head = sha256("record " + std::to_string(steps));
-    head.probe_head = head.checkpoint_head = head.eval_head = head.genesis;
+    head.fingerprint_head = head.checkpoint_head = head.eval_head = head.genesis;
     return RunFacts::from_signed_head(meta, head, key.sign(signed_message(head_hash(head))));
   }
   TrustedRun trusted() const {

@@ -19,7 +19,7 @@ namespace wit::dist {
 //   NCCL_ALGO=Ring                   NCCL picks Tree, Ring, CollNet or NVLS per call by size and
 //                                    topology, each reducing in its own order; pinned to Ring, a
 //                                    library reduction keeps one order for a given world and
-//                                    machine (still not the canonical order: see DESIGN.md).
+//                                    machine (still not the canonical order: docs/distributed.md).
 //   NCCL_PROTO=Simple                LL and LL128 change how a reduction is split into chunks,
 //                                    and so which rank starts each element's sum.
 //   NCCL_NVLS_ENABLE=0               NVLink SHARP reduces inside the NVSwitch: an order (and

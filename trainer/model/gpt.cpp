@@ -1,6 +1,7 @@
 #include "trainer/model/gpt.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/version.h>
 
 #include <cmath>
 
@@ -128,7 +129,7 @@ torch::Tensor gpt_embed(const GPTConfig& cfg, const torch::Tensor& wte, const to
                         const torch::Tensor& idx, Dropout& dropout) {
   const int64_t T = idx.size(1);
   if (T > cfg.context) fail("sequence length {} exceeds the model context {}", T, cfg.context);
-  auto pos = torch::arange(T, torch::kInt64);
+  auto pos = torch::arange(T, idx.options().dtype(torch::kInt64));
   return dropout(torch::embedding(wte, idx) + torch::embedding(wpe, pos));  // (B,T,C)
 }
 
@@ -147,10 +148,21 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
   auto q = qkv[0].view({B, T, nh, hd}).transpose(1, 2);   // (B,nh,T,hd)
   auto k = qkv[1].view({B, T, nh, hd}).transpose(1, 2);
   auto v = qkv[2].view({B, T, nh, hd}).transpose(1, 2);
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B,nh,T,T)
-  att = att.masked_fill(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
-  att = dropout(att);
-  auto y = torch::matmul(att, v);
+  torch::Tensor y;
+  if (cfg.attention == "flash") {
+#if TORCH_VERSION_MAJOR >= 2
+    // No attention dropout here: the kernel would draw its mask from the global generator, not
+    // the micro-batch's (trainer/compute.cpp refuses flash with dropout > 0).
+    y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+#else
+    fail("model.attention = flash needs libtorch 2.x");
+#endif
+  } else {
+    auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B,nh,T,T)
+    att = att.masked_fill(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
+    att = dropout(att);
+    y = torch::matmul(att, v);
+  }
   y = y.transpose(1, 2).contiguous().view({B, T, C});
   auto x = x_in + dropout(torch::linear(y, projw, projb));
   // MLP
@@ -172,7 +184,7 @@ Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& target
   // re-summed in a fixed sequential order so the reported loss is thread-count independent.
   const int64_t n = token_loss.numel();
   auto objective = token_loss.sum() * (1.0 / double(n));
-  auto values = token_loss.detach().contiguous();
+  auto values = token_loss.detach().to(torch::kCPU, torch::kFloat32).contiguous();
   const float* v = values.data_ptr<float>();
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += v[i];

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace wit::model {
 
@@ -13,6 +14,9 @@ struct GPTConfig {
   int64_t vocab_size = 257;
   int64_t context = 256;  // maximum sequence length (learned position table size)
   double dropout = 0.0;
+  // "math": softmax(QK^T/sqrt(d))V written out; "flash": scaled-dot-product attention's flash
+  // kernel (libtorch 2.x, CUDA). Resolved before training (never "auto" here).
+  std::string attention = "math";
 };
 
 }  // namespace wit::model

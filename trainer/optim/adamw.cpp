@@ -68,14 +68,23 @@ float clip_grads(float* g, int64_t n, double norm, float clip) {
   return f;
 }
 
+AdamWScalars adamw_scalars(const Hyper& h, int64_t t) {
+  WIT_CHECK(t >= 1, "optimizer step must be 1-based, got {}", t);
+  return {h.beta1,
+          h.beta2,
+          1.0f - h.beta1,
+          1.0f - h.beta2,
+          float(double(h.lr) / (1.0 - power(double(h.beta1), t))),
+          float(std::sqrt(1.0 - power(double(h.beta2), t))),
+          1.0f - h.lr * h.weight_decay,
+          h.eps};
+}
+
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
                   const std::vector<DecaySegment>& segments, int64_t t, const Hyper& h) {
-  WIT_CHECK(t >= 1, "optimizer step must be 1-based, got {}", t);
-  const float b1 = h.beta1, b2 = h.beta2, one_b1 = 1.0f - h.beta1, one_b2 = 1.0f - h.beta2;
-  const float step_size = float(double(h.lr) / (1.0 - power(double(h.beta1), t)));
-  const float bc2_sqrt = float(std::sqrt(1.0 - power(double(h.beta2), t)));
-  const float decay = 1.0f - h.lr * h.weight_decay;
-  const float eps = h.eps;
+  const AdamWScalars k = adamw_scalars(h, t);
+  const float b1 = k.b1, b2 = k.b2, one_b1 = k.one_b1, one_b2 = k.one_b2;
+  const float step_size = k.step_size, bc2_sqrt = k.bc2_sqrt, decay = k.decay, eps = k.eps;
   for (const auto& s : segments) {
     const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
     if (sb >= se) continue;

@@ -63,4 +63,10 @@ struct DecaySegment {
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
                   const std::vector<DecaySegment>& segments, int64_t t, const Hyper& h);
 
+// The fp32 scalars of that update at step t, shared by every implementation of it.
+struct AdamWScalars {
+  float b1, b2, one_b1, one_b2, step_size, bc2_sqrt, decay, eps;
+};
+AdamWScalars adamw_scalars(const Hyper& h, int64_t t);
+
 }  // namespace wit::optim

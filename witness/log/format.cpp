@@ -115,11 +115,11 @@ Digest seed_commitment(const char* name, uint64_t seed) {
   return h.update_u64(seed).finish();
 }
 
-Digest probe_argmax_digest(const std::vector<uint16_t>& argmax) {
+Digest fingerprint_argmax_digest(const std::vector<uint16_t>& argmax) {
   return micro_batch_hash(argmax.data(), argmax.size());
 }
 
-Digest probe_hash(const Digest& prev, const Digest& anchor, const ProbeFields& f) {
+Digest fingerprint_hash(const Digest& prev, const Digest& anchor, const FingerprintFields& f) {
   Sha256 h = side_row("wit-probe-v1", prev, anchor, f.step);
   h.update_u64(f.mean_logprob.size());
   for (float v : f.mean_logprob) update_float(h, v);
@@ -143,7 +143,7 @@ Digest head_hash(const Heads& x) {
   h.update("wit-head-v1");
   update_digest(h, x.genesis);
   update_digest(h.update_u64(x.steps), x.step_head);
-  update_digest(h.update_u64(x.probes), x.probe_head);
+  update_digest(h.update_u64(x.fingerprints), x.fingerprint_head);
   update_digest(h.update_u64(x.checkpoints), x.checkpoint_head);
   update_digest(h.update_u64(x.evals), x.eval_head);
   return h.finish();

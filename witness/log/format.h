@@ -51,7 +51,7 @@ struct StepTiming {
 };
 
 // The behavioural fingerprint: the model's outputs on the fixed probe batch.
-struct ProbeFields {
+struct FingerprintFields {
   uint64_t step = 0;                // steps done when taken
   std::vector<float> mean_logprob;  // per probe sequence, mean log-probability of its targets
   Digest argmax_digest{};           // SHA-256 of the argmax token ids (u16 little-endian)
@@ -92,16 +92,16 @@ Digest seed_commitment(const char* name, uint64_t seed);
 
 // Side-table row hashes: `anchor` is the record hash of the last step before the row (the genesis
 // hash when no step is done).
-Digest probe_hash(const Digest& prev, const Digest& anchor, const ProbeFields& f);
+Digest fingerprint_hash(const Digest& prev, const Digest& anchor, const FingerprintFields& f);
 Digest checkpoint_hash(const Digest& prev, const Digest& anchor, const CheckpointFields& f);
 Digest eval_hash(const Digest& prev, const Digest& anchor, const EvalFields& f);
-Digest probe_argmax_digest(const std::vector<uint16_t>& argmax);
+Digest fingerprint_argmax_digest(const std::vector<uint16_t>& argmax);
 
 // The chain heads at one moment: what a signature covers.
 struct Heads {
   Digest genesis{};
-  uint64_t steps = 0, probes = 0, checkpoints = 0, evals = 0;        // rows
-  Digest step_head{}, probe_head{}, checkpoint_head{}, eval_head{};  // last row hash, or genesis
+  uint64_t steps = 0, fingerprints = 0, checkpoints = 0, evals = 0;        // rows
+  Digest step_head{}, fingerprint_head{}, checkpoint_head{}, eval_head{};  // last row hash, or genesis
 };
 Digest head_hash(const Heads& h);
 // The bytes an Ed25519 signature signs: "wit-signature-v1" ‖ head.

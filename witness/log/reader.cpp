@@ -114,16 +114,16 @@ std::filesystem::path dataset_hint(const WitnessLog& log) {
   return last["data_dir"].get<std::string>();
 }
 
-Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t probes,
+Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t fingerprints,
                uint64_t checkpoints, uint64_t evals) {
   Heads h;
   h.genesis = genesis;
   h.steps = steps;
-  h.probes = probes;
+  h.fingerprints = fingerprints;
   h.checkpoints = checkpoints;
   h.evals = evals;
   h.step_head = steps ? t.steps[steps - 1].hash : genesis;
-  h.probe_head = probes ? t.probes[probes - 1].hash : genesis;
+  h.fingerprint_head = fingerprints ? t.fingerprints[fingerprints - 1].hash : genesis;
   h.checkpoint_head = checkpoints ? t.checkpoints[checkpoints - 1].hash : genesis;
   h.eval_head = evals ? t.evals[evals - 1].hash : genesis;
   return h;
@@ -217,7 +217,7 @@ void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
   const uint64_t fe = uint64_t(rc.witness.fingerprint_every);
   const uint64_t ee = uint64_t(rc.train.eval_every);
   const uint64_t ce = uint64_t(rc.train.checkpoint_every);
-  check("fingerprints", steps_of(t.probes), fe, false,
+  check("fingerprints", steps_of(t.fingerprints), fe, false,
         fmt::format("witness.fingerprint_every = {} and after the last step", fe).c_str());
   check("evals", steps_of(t.evals), ee, false,
         fmt::format("train.eval_every = {} and after the last step", ee).c_str());
@@ -233,12 +233,12 @@ void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
       break;
     }
   }
-  for (size_t i = 0; i < t.probes.size(); ++i)
-    if (t.probes[i].fields.mean_logprob.size() != uint64_t(rc.witness.probe_sequences)) {
+  for (size_t i = 0; i < t.fingerprints.size(); ++i)
+    if (t.fingerprints[i].fields.mean_logprob.size() != uint64_t(rc.witness.probe_sequences)) {
       report.problems.push_back(
           {"fingerprints", int64_t(i), "mean_logprob",
            fmt::format("holds {} values but witness.probe_sequences is {}",
-                       t.probes[i].fields.mean_logprob.size(), rc.witness.probe_sequences)});
+                       t.fingerprints[i].fields.mean_logprob.size(), rc.witness.probe_sequences)});
       break;
     }
 }
@@ -298,8 +298,8 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
                                            "{} rows",
                                            total, t.steps.size())});
 
-  const uint64_t probes =
-      check_side_table("fingerprints", t.probes, t.steps, valid, genesis, probe_hash, report);
+  const uint64_t fingerprints =
+      check_side_table("fingerprints", t.fingerprints, t.steps, valid, genesis, fingerprint_hash, report);
   const uint64_t ckpts = check_side_table("checkpoints", t.checkpoints, t.steps, valid, genesis,
                                           checkpoint_hash, report);
   const uint64_t evals =
@@ -316,19 +316,19 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
       report.problems.push_back({"signatures", int64_t(i), field, std::move(msg)});
     };
     const Heads& h = s.heads;
-    if (h.steps > t.steps.size() || h.probes > t.probes.size() ||
+    if (h.steps > t.steps.size() || h.fingerprints > t.fingerprints.size() ||
         h.checkpoints > t.checkpoints.size() || h.evals > t.evals.size()) {
       problem("steps", fmt::format("covers {} steps, {} fingerprints, {} checkpoints and {} evals "
                                    "but the log holds {}, {}, {} and {}: rows were removed",
-                                   h.steps, h.probes, h.checkpoints, h.evals, t.steps.size(),
-                                   t.probes.size(), t.checkpoints.size(), t.evals.size()));
+                                   h.steps, h.fingerprints, h.checkpoints, h.evals, t.steps.size(),
+                                   t.fingerprints.size(), t.checkpoints.size(), t.evals.size()));
       continue;
     }
-    if (h.steps > valid || h.probes > probes || h.checkpoints > ckpts || h.evals > evals) {
+    if (h.steps > valid || h.fingerprints > fingerprints || h.checkpoints > ckpts || h.evals > evals) {
       problem("steps", "covers rows that fail verification (see the problems above)");
       continue;
     }
-    if (head_hash(heads_of(genesis, t, h.steps, h.probes, h.checkpoints, h.evals)) != s.head) {
+    if (head_hash(heads_of(genesis, t, h.steps, h.fingerprints, h.checkpoints, h.evals)) != s.head) {
       problem("head", "does not match the heads of the rows it covers");
       continue;
     }
@@ -350,11 +350,11 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
     ++report.signatures_valid;
     report.signed_steps = std::max(report.signed_steps, h.steps);
     last_signed = h;
-    report.signed_heads = heads_of(genesis, t, h.steps, h.probes, h.checkpoints, h.evals);
+    report.signed_heads = heads_of(genesis, t, h.steps, h.fingerprints, h.checkpoints, h.evals);
   }
   if (t.signatures.empty())
     report.notes.push_back("no signatures: the run stopped before its first one");
-  const bool all_signed = last_signed.steps == valid && last_signed.probes == probes &&
+  const bool all_signed = last_signed.steps == valid && last_signed.fingerprints == fingerprints &&
                           last_signed.checkpoints == ckpts && last_signed.evals == evals;
   if (report.ok() && !all_signed) {
     if (report.complete)
@@ -363,7 +363,7 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
            fmt::format("the run is complete ({} steps) but its last signature covers {} steps, "
                        "{} of {} fingerprints, {} of {} checkpoints and {} of {} evals: rows were "
                        "added after it was signed",
-                       valid, last_signed.steps, last_signed.probes, probes,
+                       valid, last_signed.steps, last_signed.fingerprints, fingerprints,
                        last_signed.checkpoints, ckpts, last_signed.evals, evals)});
     else if (report.signed_steps < valid)
       report.notes.push_back(

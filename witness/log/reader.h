@@ -42,8 +42,8 @@ struct StepRow {
   StepTiming timing;
   Digest prev{}, hash{};
 };
-struct ProbeRow {
-  ProbeFields fields;
+struct FingerprintRow {
+  FingerprintFields fields;
   Digest anchor{}, prev{}, hash{};
 };
 struct CheckpointRow {
@@ -57,7 +57,7 @@ struct EvalRow {
 
 struct Tables {
   std::vector<StepRow> steps;
-  std::vector<ProbeRow> probes;
+  std::vector<FingerprintRow> fingerprints;
   std::vector<CheckpointRow> checkpoints;
   std::vector<EvalRow> evals;
   std::vector<SignatureRow> signatures;
@@ -112,8 +112,8 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
 // decision rests on: whatever dataset is found there must have the committed root and layout.
 std::filesystem::path dataset_hint(const WitnessLog& log);
 
-// The heads after the first `steps`, `probes`, `checkpoints`, `evals` rows of `t` (as stored).
-Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t probes,
+// The heads after the first `steps`, `fingerprints`, `checkpoints`, `evals` rows of `t` (as stored).
+Heads heads_of(const Digest& genesis, const Tables& t, uint64_t steps, uint64_t fingerprints,
                uint64_t checkpoints, uint64_t evals);
 
 }  // namespace wit::witness

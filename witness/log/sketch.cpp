@@ -56,6 +56,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) uint32_t dot(const 
 
 }  // namespace
 
+const uint32_t* sketch_table(int lane) { return tables().t[size_t(lane)].data(); }
+
+uint32_t sketch_block_coefficient(int lane, uint64_t block) {
+  return block_coefficient(tables().s_key[size_t(lane)], block);
+}
+
 WeightSketch& WeightSketch::operator+=(const WeightSketch& o) {
   for (int l = 0; l < kSketchLanes; ++l) lanes[l] += o.lanes[l];
   return *this;

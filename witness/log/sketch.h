@@ -42,4 +42,9 @@ struct WeightSketch {
 // values. Sum the parts of all ranks to get the whole vector's sketch.
 WeightSketch sketch_weights(const float* values, int64_t first_index, int64_t count);
 
+// The definition's constants, for an implementation on another device (trainer/device_ops.h):
+// T_l (kSketchBlock odd words) and S_l(block).
+const uint32_t* sketch_table(int lane);
+uint32_t sketch_block_coefficient(int lane, uint64_t block);
+
 }  // namespace wit::witness

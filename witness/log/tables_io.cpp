@@ -133,7 +133,7 @@ const std::vector<ColumnSpec>& column_specs() {
       {&C::ev_prev, "evals/prev_hash", Kind::Digest, kSideChunk},
       {&C::ev_hash, "evals/row_hash", Kind::Digest, kSideChunk},
       {&C::sg_steps, "signatures/steps", Kind::U64, kSideChunk},
-      {&C::sg_probes, "signatures/fingerprints", Kind::U64, kSideChunk},
+      {&C::sg_fingerprints, "signatures/fingerprints", Kind::U64, kSideChunk},
       {&C::sg_checkpoints, "signatures/checkpoints", Kind::U64, kSideChunk},
       {&C::sg_evals, "signatures/evals", Kind::U64, kSideChunk},
       {&C::sg_head, "signatures/head", Kind::Digest, kSideChunk},
@@ -145,7 +145,7 @@ const std::vector<ColumnSpec>& column_specs() {
 }
 
 h5::Dataset create_column(h5::Group& root, const std::string& path, Kind kind, size_t chunk,
-                          uint64_t probe_width) {
+                          uint64_t fingerprint_width) {
   switch (kind) {
     case Kind::U64:
       return root.create_series<uint64_t>(path, chunk);
@@ -160,7 +160,7 @@ h5::Dataset create_column(h5::Group& root, const std::string& path, Kind kind, s
     case Kind::Signature:
       return root.create_matrix_series<uint8_t>(path, sizeof(Signature), chunk);
     case Kind::Probe:
-      return root.create_matrix_series<float>(path, std::max<uint64_t>(probe_width, 1), chunk);
+      return root.create_matrix_series<float>(path, std::max<uint64_t>(fingerprint_width, 1), chunk);
     case Kind::Name:
       return root.create_fixed_string_series(path, kNameChars, chunk);
   }
@@ -169,18 +169,18 @@ h5::Dataset create_column(h5::Group& root, const std::string& path, Kind kind, s
 
 }  // namespace
 
-TableColumns create_tables(h5::Group& root, const std::string& prefix, uint64_t probe_width) {
+TableColumns create_tables(h5::Group& root, const std::string& prefix, uint64_t fingerprint_width) {
   TableColumns c;
-  c.probe_width = probe_width;
+  c.fingerprint_width = fingerprint_width;
   for (auto& spec : column_specs())
-    c.*spec.member = create_column(root, prefix + spec.path, spec.kind, spec.chunk, probe_width);
+    c.*spec.member = create_column(root, prefix + spec.path, spec.kind, spec.chunk, fingerprint_width);
   return c;
 }
 
 TableColumns open_tables(h5::Group& root, const std::string& prefix) {
   TableColumns c;
   for (auto& spec : column_specs()) c.*spec.member = root.open_dataset(prefix + spec.path);
-  c.probe_width = c.fp_mean_logprob.width();
+  c.fingerprint_width = c.fp_mean_logprob.width();
   return c;
 }
 
@@ -213,9 +213,9 @@ void append_steps(TableColumns& c, const std::vector<StepRow>& r) {
   append_bytes(c.record_hash, column<StepRow, Digest>(r, [](auto& x) { return x.hash; }));
 }
 
-void append_probes(TableColumns& c, const std::vector<ProbeRow>& r) {
+void append_fingerprints(TableColumns& c, const std::vector<FingerprintRow>& r) {
   if (r.empty()) return;
-  const uint64_t w = c.probe_width;
+  const uint64_t w = c.fingerprint_width;
   std::vector<float> lp;
   for (auto& x : r) {
     if (x.fields.mean_logprob.size() != w)
@@ -223,13 +223,13 @@ void append_probes(TableColumns& c, const std::vector<ProbeRow>& r) {
            c.fp_mean_logprob.where(), x.fields.mean_logprob.size(), w);
     lp.insert(lp.end(), x.fields.mean_logprob.begin(), x.fields.mean_logprob.end());
   }
-  c.fp_step.append(column<ProbeRow, uint64_t>(r, [](auto& x) { return x.fields.step; }));
+  c.fp_step.append(column<FingerprintRow, uint64_t>(r, [](auto& x) { return x.fields.step; }));
   c.fp_mean_logprob.append_rows<float>(lp.data(), r.size(), w);
   append_bytes(c.fp_argmax_digest,
-               column<ProbeRow, Digest>(r, [](auto& x) { return x.fields.argmax_digest; }));
-  append_bytes(c.fp_anchor, column<ProbeRow, Digest>(r, [](auto& x) { return x.anchor; }));
-  append_bytes(c.fp_prev, column<ProbeRow, Digest>(r, [](auto& x) { return x.prev; }));
-  append_bytes(c.fp_hash, column<ProbeRow, Digest>(r, [](auto& x) { return x.hash; }));
+               column<FingerprintRow, Digest>(r, [](auto& x) { return x.fields.argmax_digest; }));
+  append_bytes(c.fp_anchor, column<FingerprintRow, Digest>(r, [](auto& x) { return x.anchor; }));
+  append_bytes(c.fp_prev, column<FingerprintRow, Digest>(r, [](auto& x) { return x.prev; }));
+  append_bytes(c.fp_hash, column<FingerprintRow, Digest>(r, [](auto& x) { return x.hash; }));
 }
 
 void append_checkpoints(TableColumns& c, const std::vector<CheckpointRow>& r) {
@@ -258,7 +258,7 @@ void append_evals(TableColumns& c, const std::vector<EvalRow>& r) {
 void append_signatures(TableColumns& c, const std::vector<SignatureRow>& r) {
   if (r.empty()) return;
   c.sg_steps.append(column<SignatureRow, uint64_t>(r, [](auto& x) { return x.heads.steps; }));
-  c.sg_probes.append(column<SignatureRow, uint64_t>(r, [](auto& x) { return x.heads.probes; }));
+  c.sg_fingerprints.append(column<SignatureRow, uint64_t>(r, [](auto& x) { return x.heads.fingerprints; }));
   c.sg_checkpoints.append(
       column<SignatureRow, uint64_t>(r, [](auto& x) { return x.heads.checkpoints; }));
   c.sg_evals.append(column<SignatureRow, uint64_t>(r, [](auto& x) { return x.heads.evals; }));
@@ -272,7 +272,7 @@ void append_signatures(TableColumns& c, const std::vector<SignatureRow>& r) {
 
 void append_all(TableColumns& c, const Tables& t) {
   append_steps(c, t.steps);
-  append_probes(c, t.probes);
+  append_fingerprints(c, t.fingerprints);
   append_checkpoints(c, t.checkpoints);
   append_evals(c, t.evals);
   append_signatures(c, t.signatures);
@@ -317,9 +317,9 @@ Tables read_tables(const h5::Group& root, const std::string& p, std::vector<Find
     auto prev = r.bytes<32>("prev_hash");
     auto hash = r.bytes<32>("row_hash");
     const uint64_t n = r.complete_rows(incomplete);
-    t.probes.resize(n);
+    t.fingerprints.resize(n);
     for (uint64_t i = 0; i < n; ++i) {
-      auto& x = t.probes[i];
+      auto& x = t.fingerprints[i];
       x.fields.step = step[i];
       x.fields.mean_logprob.assign(lp.begin() + long(i * w), lp.begin() + long((i + 1) * w));
       x.fields.argmax_digest = argmax[i];
@@ -357,7 +357,7 @@ Tables read_tables(const h5::Group& root, const std::string& p, std::vector<Find
   {
     ColumnReader r{root, p, "signatures", {}};
     auto steps = r.values<uint64_t>("steps");
-    auto probes = r.values<uint64_t>("fingerprints");
+    auto fingerprints = r.values<uint64_t>("fingerprints");
     auto ckpts = r.values<uint64_t>("checkpoints");
     auto evals = r.values<uint64_t>("evals");
     auto head = r.bytes<32>("head");
@@ -369,7 +369,7 @@ Tables read_tables(const h5::Group& root, const std::string& p, std::vector<Find
     for (uint64_t i = 0; i < n; ++i) {
       auto& x = t.signatures[i];
       x.heads.steps = steps[i];
-      x.heads.probes = probes[i];
+      x.heads.fingerprints = fingerprints[i];
       x.heads.checkpoints = ckpts[i];
       x.heads.evals = evals[i];
       x.head = head[i];

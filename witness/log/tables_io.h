@@ -24,17 +24,17 @@ struct TableColumns {
   // /evals
   h5::Dataset ev_step, ev_split, ev_metric, ev_value, ev_anchor, ev_prev, ev_hash;
   // /signatures
-  h5::Dataset sg_steps, sg_probes, sg_checkpoints, sg_evals, sg_head, sg_public_key, sg_signature,
+  h5::Dataset sg_steps, sg_fingerprints, sg_checkpoints, sg_evals, sg_head, sg_public_key, sg_signature,
       sg_wall_time;
-  uint64_t probe_width = 0;
+  uint64_t fingerprint_width = 0;
 };
 
-TableColumns create_tables(h5::Group& root, const std::string& prefix, uint64_t probe_width);
+TableColumns create_tables(h5::Group& root, const std::string& prefix, uint64_t fingerprint_width);
 TableColumns open_tables(h5::Group& root, const std::string& prefix);
 
 // Appends rows to each table (bulk: one write per column).
 void append_steps(TableColumns& c, const std::vector<StepRow>& rows);
-void append_probes(TableColumns& c, const std::vector<ProbeRow>& rows);
+void append_fingerprints(TableColumns& c, const std::vector<FingerprintRow>& rows);
 void append_checkpoints(TableColumns& c, const std::vector<CheckpointRow>& rows);
 void append_evals(TableColumns& c, const std::vector<EvalRow>& rows);
 void append_signatures(TableColumns& c, const std::vector<SignatureRow>& rows);

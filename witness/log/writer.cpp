@@ -19,7 +19,7 @@ double unix_now() {
 }
 
 bool same_counts(const Heads& a, const Heads& b) {
-  return a.steps == b.steps && a.probes == b.probes && a.checkpoints == b.checkpoints &&
+  return a.steps == b.steps && a.fingerprints == b.fingerprints && a.checkpoints == b.checkpoints &&
          a.evals == b.evals;
 }
 
@@ -30,16 +30,16 @@ void write_log_file(const fs::path& file, const RunMeta& meta, const Tables& mai
   const fs::path tmp = file.string() + ".tmp";
   std::error_code ec;
   fs::remove(tmp, ec);
-  const uint64_t probe_width = uint64_t(
+  const uint64_t fingerprint_width = uint64_t(
       run_config_from(parse_committed(meta.committed_yaml, "the run's committed config"))
           .witness.probe_sequences);
   try {
     h5::File f = h5::File::create_live(tmp);
     io::write_meta(f, meta);
-    io::TableColumns c = io::create_tables(f, "", probe_width);
+    io::TableColumns c = io::create_tables(f, "", fingerprint_width);
     io::append_all(c, main);
     for (auto& [group, tables] : superseded) {
-      io::TableColumns s = io::create_tables(f, group + "/", probe_width);
+      io::TableColumns s = io::create_tables(f, group + "/", fingerprint_width);
       io::append_all(s, tables);
       f.open_group(group).set_string_attr(
           "reason", "rows of an interrupted session, past the checkpoint a resume continued from");
@@ -110,12 +110,12 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
   auto split = [c](const auto& rows, auto& keep, auto& drop) {
     for (auto& r : rows) (r.fields.step <= c ? keep : drop).push_back(r);
   };
-  split(t.probes, kept.probes, gone.probes);
+  split(t.fingerprints, kept.fingerprints, gone.fingerprints);
   split(t.checkpoints, kept.checkpoints, gone.checkpoints);
   split(t.evals, kept.evals, gone.evals);
   for (auto& s : t.signatures) {
     const Heads& h = s.heads;
-    const bool covered = h.steps <= kept.steps.size() && h.probes <= kept.probes.size() &&
+    const bool covered = h.steps <= kept.steps.size() && h.fingerprints <= kept.fingerprints.size() &&
                          h.checkpoints <= kept.checkpoints.size() && h.evals <= kept.evals.size();
     (covered ? kept.signatures : gone.signatures).push_back(s);
   }
@@ -159,13 +159,13 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
   merged.sessions_json = sessions.dump();
 
   auto superseded = old.superseded;
-  const bool any_gone = !gone.steps.empty() || !gone.probes.empty() || !gone.checkpoints.empty() ||
+  const bool any_gone = !gone.steps.empty() || !gone.fingerprints.empty() || !gone.checkpoints.empty() ||
                         !gone.evals.empty() || !gone.signatures.empty();
   if (any_gone)
     superseded.emplace_back(fmt::format("superseded/{}", superseded.size() + 1), std::move(gone));
   write_log_file(file, merged, kept, superseded);
 
-  const Heads h = heads_of(meta.genesis(), kept, kept.steps.size(), kept.probes.size(),
+  const Heads h = heads_of(meta.genesis(), kept, kept.steps.size(), kept.fingerprints.size(),
                            kept.checkpoints.size(), kept.evals.size());
   LogWriter w(file, std::move(key), h, kept.signatures.empty() ? nullptr : &kept.signatures.back());
   w.sign();
@@ -208,8 +208,8 @@ void LogWriter::append_side(const Fields& f, Digest& head, uint64_t& rows, HashF
   ++rows;
 }
 
-void LogWriter::append_probe(const ProbeFields& f) {
-  append_side<ProbeRow>(f, heads_.probe_head, heads_.probes, probe_hash, io::append_probes);
+void LogWriter::append_fingerprint(const FingerprintFields& f) {
+  append_side<FingerprintRow>(f, heads_.fingerprint_head, heads_.fingerprints, fingerprint_hash, io::append_fingerprints);
 }
 
 void LogWriter::append_checkpoint(const CheckpointFields& f) {

@@ -49,7 +49,7 @@ class LogWriter {
                           const ResumePoint& at);
 
   void append_step(const StepFields& fields, const StepTiming& timing);
-  void append_probe(const ProbeFields& fields);
+  void append_fingerprint(const FingerprintFields& fields);
   void append_checkpoint(const CheckpointFields& fields);
   void append_eval(const EvalFields& fields);
   // Signs the current heads (skipped when the last signature already covers them).

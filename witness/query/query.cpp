@@ -214,11 +214,11 @@ json DataIndex::proof(const Answer& a) const {
               {"num_params", m.num_params},
               {"public_key", to_hex(m.public_key.data(), m.public_key.size())}};
   p["signed_head"] = {{"steps", h.steps},
-                      {"fingerprints", h.probes},
+                      {"fingerprints", h.fingerprints},
                       {"checkpoints", h.checkpoints},
                       {"evals", h.evals},
                       {"step_head", to_hex(h.step_head)},
-                      {"fingerprint_head", to_hex(h.probe_head)},
+                      {"fingerprint_head", to_hex(h.fingerprint_head)},
                       {"checkpoint_head", to_hex(h.checkpoint_head)},
                       {"eval_head", to_hex(h.eval_head)},
                       {"signature", to_hex(run_.signature.data(), run_.signature.size())}};
@@ -337,11 +337,11 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
   Heads head;
   head.genesis = trusted.genesis;
   head.steps = number(sh, "steps");
-  head.probes = number(sh, "fingerprints");
+  head.fingerprints = number(sh, "fingerprints");
   head.checkpoints = number(sh, "checkpoints");
   head.evals = number(sh, "evals");
   head.step_head = digest(sh, "step_head");
-  head.probe_head = digest(sh, "fingerprint_head");
+  head.fingerprint_head = digest(sh, "fingerprint_head");
   head.checkpoint_head = digest(sh, "checkpoint_head");
   head.eval_head = digest(sh, "eval_head");
   const Signature signature = hex_bytes<64>(sh, "signature");

@@ -16,8 +16,12 @@
 #include "core/fs.h"
 #include "trainer/batch.h"
 #include "trainer/checkpoint.h"
+#include "trainer/compute.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/split.h"
+#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
+#include "trainer/dist/nccl_communicator.h"
+#endif
 #include "trainer/layout.h"
 #include "trainer/run_plan.h"
 #include "trainer/run_config.h"
@@ -125,7 +129,7 @@ std::string utc_now() {
   return buf;
 }
 
-// Rank 0 alone sees some results (evaluations, probes, exports): it tells every rank, so that
+// Rank 0 alone sees some results (evaluations, fingerprints, exports): it tells every rank, so that
 // all of them leave the stage at the same point.
 // `outputs` as in Mismatch.
 void agree_with_root(dist::Communicator& comm, std::string problem, bool outputs = true) {
@@ -228,8 +232,21 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   }
   const auto cfg = parse_committed(log.meta.committed_yaml, log_file.string() + ":/meta");
   const RunConfig rc = *lr.config;
+  // Where to replay: a GPU run exactly only on the same GPU and libraries (said up front).
+  std::string compute_note;
+  const Compute compute = replay_compute(log.meta.sessions_json, rc, o.tolerance.has_value(),
+                                         local_rank(), &compute_note);
+  if (!compute_note.empty()) progress("note: " + compute_note);
+  model::GPTConfig replay_model = rc.model;
+  replay_model.attention = compute.attention;
+  // Gradients on GPUs travel over NCCL, as in training; control messages stay on `comm`.
+  std::unique_ptr<dist::Communicator> device_comm;
+#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
+  if (compute.is_cuda() && comm.size() > 1) device_comm = dist::make_nccl(comm);
+#endif
   // The verifier's layout, with the trainer's rules and messages (world size, M).
-  auto layout = make_layout(o.mode, rc.model, rc.train.micro_batches, comm);
+  auto layout = make_layout(o.mode, replay_model, rc.train.micro_batches,
+                            device_comm ? *device_comm : comm, compute);
   const fs::path data_dir = o.data.empty() ? dataset_hint(log) : o.data;
   if (data_dir.empty())
     fail("{} does not say where its dataset was: give it with --data", log_file.string());
@@ -394,10 +411,10 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   };
 
   // The behavioural fingerprint of the layout's current state against a logged one (collective).
-  std::map<uint64_t, const ProbeRow*> probes;
-  for (auto& p : t.probes) probes[p.fields.step] = &p;
-  auto check_probe = [&](const ProbeRow& row) {
-    const ProbeFields got = layout->probe(plan->probe_batch());
+  std::map<uint64_t, const FingerprintRow*> fingerprints;
+  for (auto& p : t.fingerprints) fingerprints[p.fields.step] = &p;
+  auto check_fingerprint = [&](const FingerprintRow& row) {
+    const FingerprintFields got = layout->fingerprint(plan->probe_batch());
     const auto& logged = row.fields;
     const uint64_t s = logged.step;
     std::string problem;
@@ -518,7 +535,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         out.cost.logged_seconds += t.steps[s].timing.seconds;
         out.cost.replayed_steps += 1;
         compare_step(step_fields(rec), t.steps[s].fields, o.tolerance, seen);
-        if (auto p = probes.find(s + 1); p != probes.end()) check_probe(*p->second);
+        if (auto p = fingerprints.find(s + 1); p != fingerprints.end()) check_fingerprint(*p->second);
         if (auto e = evals.find(s + 1); e != evals.end()) check_eval(*e->second);
         if (states.count(s + 1)) check_checkpoint(s + 1);
       }
@@ -570,7 +587,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
           fmt::format("the last checkpoint's weight fingerprint {} is not the one logged "
                       "after step {}",
                       to_hex(w.data(), w.size()), last - 1));
-    if (auto p = probes.find(last); p != probes.end()) check_probe(*p->second);
+    if (auto p = fingerprints.find(last); p != fingerprints.end()) check_fingerprint(*p->second);
     return fmt::format(
         "model.safetensors is exactly the last checkpoint (after step {}), whose weight and "
         "behavioural fingerprints are the logged ones",
@@ -674,7 +691,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
       {"signed_head",
        {{"hash", to_hex(head_hash(head))},
         {"steps", head.steps},
-        {"fingerprints", head.probes},
+        {"fingerprints", head.fingerprints},
         {"checkpoints", head.checkpoints},
         {"evals", head.evals}}},
       {"manifest_root", to_hex(log.meta.manifest_root)},

@@ -1,0 +1,138 @@
+// The step's fixed-order arithmetic as the GPU runs it (torch operations: trainer/device_ops.h),
+// checked on the CPU against the loops that define it: the weight sketch exactly, the norm and
+// AdamW to rounding. And what start-up resolves on a CPU-only libtorch.
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "trainer/compute.h"
+#include "trainer/device_ops.h"
+#include "trainer/run_config.h"
+
+namespace wit {
+namespace {
+
+torch::Tensor random_values(int64_t n, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return torch::randn({n}, gen) * 0.05;
+}
+
+TEST(DeviceOps, SketchByOpsEqualsTheDefinitionExactly) {
+  auto v = random_values(5000, 1);
+  // Bit patterns the definition must treat as plain 32-bit words.
+  v[0] = -0.0f;
+  v[1] = std::numeric_limits<float>::infinity();
+  v[2] = std::numeric_limits<float>::quiet_NaN();
+  v[3] = -std::numeric_limits<float>::denorm_min();
+  // Ranges that start and end inside blocks, span several, or sit in one.
+  for (auto [first, lo, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {0, 0, 5000}, {1000, 7, 3000}, {3 * 1024 - 5, 100, 10}, {1 << 20, 0, 4999}}) {
+    const auto part = v.narrow(0, lo, n);
+    const auto want = witness::sketch_weights(part.data_ptr<float>(), first, n);
+    EXPECT_EQ(sketch_weights_by_ops(part, first), want) << "first " << first << " n " << n;
+    EXPECT_EQ(sketch_weights(part, first), want);
+  }
+  // A changed bit changes the sketch (the test can fail).
+  auto w = v.clone();
+  w[4999] = std::nextafter(w[4999].item<float>(), 1.0f);
+  EXPECT_NE(sketch_weights_by_ops(w, 0), witness::sketch_weights(v.data_ptr<float>(), 0, 5000));
+}
+
+TEST(DeviceOps, NormPartialsByOpsMatchTheDefinition) {
+  const int64_t n = 3 * optim::kNormChunk + 123;
+  auto g = random_values(n + 17, 2);
+  const auto want = optim::grad_norm_partials(g.data_ptr<float>(), n);
+  const auto got = grad_norm_partials_by_ops(g, n);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t c = 0; c < want.size(); ++c) EXPECT_NEAR(got[c], want[c], 1e-12 * want[c]);
+  EXPECT_EQ(grad_norm_partials(g, n), want);  // on the CPU: the definition itself
+}
+
+TEST(DeviceOps, AdamWByOpsMatchesTheDefinition) {
+  const int64_t n = 2000;
+  const std::vector<optim::DecaySegment> segs = {{0, 700, true}, {700, 1500, false}, {1500, 2000, true}};
+  const optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+  auto p1 = random_values(n, 3), m1 = torch::zeros({n}), v1 = torch::zeros({n});
+  auto p2 = p1.clone(), m2 = m1.clone(), v2 = v1.clone();
+  for (int64_t t = 1; t <= 5; ++t) {
+    auto g = random_values(n, 10 + uint64_t(t));
+    optim::adamw_update(p1.data_ptr<float>(), g.data_ptr<float>(), m1.data_ptr<float>(),
+                        v1.data_ptr<float>(), n, segs, t, h);
+    adamw_update_by_ops(p2, g, m2, v2, n, segs, t, h);
+  }
+  EXPECT_LT((p1 - p2).abs().max().item<float>(), 1e-7f) << (p1 - p2).abs().max().item<float>();
+  EXPECT_LT((m1 - m2).abs().max().item<float>(), 2e-8f);  // a few ulps
+  EXPECT_LT((v1 - v2).abs().max().item<float>(), 1e-9f);
+  EXPECT_FALSE(torch::equal(p1, random_values(n, 3)));  // the update did something
+}
+
+// The same implementations on a GPU, where there is one (ctest here has none: skipped;
+// launch/gpu-check runs them): the sketch is exact there too, and every op repeats its bits.
+TEST(DeviceOpsCuda, TheDeviceImplementationsOnAGpu) {
+  if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  const torch::Device gpu(torch::kCUDA, 0);
+  const int64_t n = 5 * optim::kNormChunk + 999;
+  auto v = random_values(n, 4);
+  EXPECT_EQ(sketch_weights(v.to(gpu), 12345), witness::sketch_weights(v.data_ptr<float>(), 12345, n));
+  const auto want = optim::grad_norm_partials(v.data_ptr<float>(), n);
+  const auto got = grad_norm_partials(v.to(gpu), n);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t c = 0; c < want.size(); ++c) EXPECT_NEAR(got[c], want[c], 1e-12 * want[c]);
+  EXPECT_EQ(grad_norm_partials(v.to(gpu), n), got);  // the same bits again
+  const std::vector<optim::DecaySegment> segs = {{0, n / 2, true}, {n / 2, n, false}};
+  const optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+  auto run = [&] {
+    auto p = v.to(gpu), m = torch::zeros({n}, p.options()), s = torch::zeros({n}, p.options());
+    for (int64_t t = 1; t <= 3; ++t) adamw_update(p, random_values(n, uint64_t(t)).to(gpu), m, s, n, segs, t, h);
+    return p.to(torch::kCPU);
+  };
+  EXPECT_TRUE(torch::equal(run(), run()));
+}
+
+config::Config tiny_config(const std::vector<std::string>& sets) {
+  return config::Config::parse("{}", "test", run_schema(), sets);
+}
+
+TEST(Compute, ResolvesToTheCpuOnACpuLibtorch) {
+  if (libtorch_has_cuda()) GTEST_SKIP() << "this libtorch has CUDA";
+  auto cfg = tiny_config({"model.attention=auto"});
+  const Compute c = resolve_compute(cfg, 0, true);
+  EXPECT_TRUE(c.device.is_cpu());
+  EXPECT_FALSE(c.bf16);
+  EXPECT_EQ(c.attention, "math");
+  // auto is committed as what it resolved to, and math is what a committed config leaves out.
+  EXPECT_EQ(cfg.get_string("model.attention"), "math");
+  EXPECT_EQ(committed_yaml(cfg), committed_yaml(tiny_config({})));
+  EXPECT_EQ(device_facts(c).dump(), R"({"device":"cpu"})");
+}
+
+TEST(Compute, RefusesWhatACpuLibtorchCannotRun) {
+  if (libtorch_has_cuda()) GTEST_SKIP() << "this libtorch has CUDA";
+  auto expect_error = [](std::vector<std::string> sets, const std::string& text) {
+    auto cfg = tiny_config(sets);
+    try {
+      resolve_compute(cfg, 0, true);
+      ADD_FAILURE() << "accepted: " << sets.front();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_error({"train.device=cuda"}, "this libtorch was built without CUDA");
+  expect_error({"train.precision=bf16"}, "bf16 runs on CUDA only");
+  expect_error({"model.attention=flash"}, "model.attention = flash: libtorch");
+}
+
+TEST(Compute, ACommittedConfigNamesItsKernel) {
+  auto flash = tiny_config({"model.attention=flash", "train.precision=bf16"});
+  const std::string text = committed_yaml(flash);
+  EXPECT_NE(text.find("attention: \"flash\""), std::string::npos);
+  EXPECT_NE(text.find("precision: \"bf16\""), std::string::npos);
+  EXPECT_EQ(committed_yaml(parse_committed(text, "test")), text);
+  EXPECT_THROW(committed_yaml(tiny_config({"model.attention=auto"})), Error);
+}
+
+}  // namespace
+}  // namespace wit

@@ -1,0 +1,217 @@
+#include "trainer/compute.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <torch/version.h>
+
+#include "core/error.h"
+#include "trainer/dist/gpu_determinism.h"
+
+#ifdef WIT_TORCH_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace wit {
+
+bool libtorch_has_cuda() {
+#ifdef WIT_TORCH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+namespace {
+
+// GPU numerics pinned before any CUDA work: library settings, then torch's own switches.
+void pin_gpu_numerics(bool quiet) {
+  for (auto& [k, v] : dist::apply_gpu_determinism())
+    if (!quiet) fmt::print("determinism: {}={}\n", k, v);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+}
+
+}  // namespace
+
+Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet) {
+  Compute c;
+  const std::string device = cfg.get_string("train.device");
+  const std::string precision = cfg.get_string("train.precision");
+  const std::string attention = cfg.get_string("model.attention");
+  const bool has_gpu = libtorch_has_cuda() && torch::cuda::is_available();
+  if (device == "cuda" && !libtorch_has_cuda())
+    fail(
+        "train.device = cuda: this libtorch was built without CUDA (libtorch {}); build wit "
+        "against a CUDA libtorch (docs/gpu.md) or set train.device=cpu",
+        TORCH_VERSION);
+  if (device == "cuda" && !has_gpu)
+    fail("train.device = cuda: no GPU is visible to this process (CUDA_VISIBLE_DEVICES={})",
+         std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset");
+  if (device == "cuda" || (device == "auto" && has_gpu)) {
+    pin_gpu_numerics(quiet);
+    const int visible = int(torch::cuda::device_count());
+    c.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % visible));
+  }
+
+  if (precision == "bf16") {
+    if (!c.is_cuda())
+      fail(
+          "train.precision = bf16 runs on CUDA only; this run computes on the CPU, where wit "
+          "trains in fp32 (set train.precision=fp32, or train.device=cuda on a GPU machine)");
+    c.bf16 = true;
+  }
+
+  // Flash attention: scaled-dot-product attention's flash kernel, which libtorch 2.x has on
+  // CUDA for bf16 inputs; its dropout would draw from the global generator, so none.
+  std::string why_not;
+  if (TORCH_VERSION_MAJOR < 2)
+    why_not = fmt::format("libtorch {} has no scaled-dot-product attention (2.x has)", TORCH_VERSION);
+  else if (!c.is_cuda())
+    why_not = "its flash kernel runs on CUDA only, and this run computes on the CPU";
+  else if (!c.bf16)
+    why_not = "its flash kernel takes bf16 inputs: set train.precision=bf16";
+  else if (cfg.get_float("model.dropout") > 0)
+    why_not =
+        "its kernel would draw the attention dropout mask from the global generator, not the "
+        "micro-batch's: set model.dropout=0";
+  if (attention == "flash" && !why_not.empty()) fail("model.attention = flash: {}", why_not);
+  c.attention = attention == "auto" ? (why_not.empty() ? "flash" : "math") : attention;
+  cfg.set("model.attention", c.attention, "model.attention = auto, resolved");
+#if defined(WIT_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+  if (c.attention == "flash") {
+    // The flash backend alone: another backend's kernel would be another trajectory.
+    at::globalContext().setSDPUseFlash(true);
+    at::globalContext().setSDPUseMemEfficient(false);
+    at::globalContext().setSDPUseMath(false);
+  }
+#endif
+  return c;
+}
+
+nlohmann::json device_facts(const Compute& c) {
+  if (!c.is_cuda()) return {{"device", "cpu"}};
+#ifdef WIT_TORCH_CUDA
+  const cudaDeviceProp* p = at::cuda::getDeviceProperties(c.device.index());
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &cublas_major);
+  cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+  auto v = [](int x) { return fmt::format("{}.{}", x / 1000, (x % 1000) / 10); };
+  return {{"device", "cuda"},
+          {"gpu", p->name},
+          {"sm_count", p->multiProcessorCount},
+          {"compute_capability", fmt::format("{}.{}", p->major, p->minor)},
+          {"driver", v(driver)},
+          {"cuda", v(runtime)},
+          {"cublas", fmt::format("{}.{}.{}", cublas_major, cublas_minor, cublas_patch)},
+          {"cudnn", at::detail::getCUDAHooks().versionCuDNN()},
+          {"precision", c.bf16 ? "bf16" : "fp32"},
+          {"attention", c.attention}};
+#else
+  return {{"device", "cuda"}};
+#endif
+}
+
+namespace {
+
+// The facts that decide a GPU's bits: the model and every library on the path.
+nlohmann::json numerics_facts(nlohmann::json facts) {
+  nlohmann::json out;
+  for (const char* k : {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch"})
+    if (facts.contains(k)) out[k] = facts[k];
+  return out;
+}
+
+std::string describe(const nlohmann::json& f) {
+  if (!f.contains("gpu") || !f["gpu"].is_string()) return "no GPU";
+  // Unsigned facts: printed as JSON values, whatever their types.
+  auto v = [&](const char* k) {
+    if (!f.contains(k)) return std::string("?");
+    return f[k].is_string() ? f[k].get<std::string>() : f[k].dump();
+  };
+  return fmt::format("{} ({} SMs), CUDA {}, cuBLAS {}, cuDNN {}, libtorch {}", v("gpu"),
+                     v("sm_count"), v("cuda"), v("cublas"), v("cudnn"), v("libtorch"));
+}
+
+}  // namespace
+
+Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
+                       int local_rank, std::string* note) {
+  Compute cpu;
+  cpu.attention = rc.model.attention;
+  // The sessions that trained on a GPU, and what decided their numerics.
+  nlohmann::json ran_on;
+  const auto sessions = nlohmann::json::parse(sessions_json, nullptr, false);
+  if (sessions.is_array())
+    for (const auto& s : sessions)
+      if (s.is_object() && s.contains("compute") && s["compute"].is_object() &&
+          s["compute"].value("device", "") == "cuda") {
+        auto f = s["compute"];
+        if (s.contains("versions") && s["versions"].is_object())
+          f["libtorch"] = s["versions"].value("libtorch", "?");
+        ran_on = numerics_facts(f);
+      }
+  if (ran_on.is_null()) return cpu;
+
+  nlohmann::json here = nlohmann::json::object();  // no GPU
+  Compute gpu;
+  if (libtorch_has_cuda() && torch::cuda::is_available()) {
+    config::Config c = config::Config::parse(
+        "{}", "replay", run_schema(),
+        {"train.device=cuda", "train.precision=" + rc.train.precision,
+         "model.attention=" + rc.model.attention,
+         fmt::format("model.dropout={}", rc.model.dropout)});
+    gpu = resolve_compute(c, local_rank, /*quiet=*/true);
+    here = device_facts(gpu);
+    here["libtorch"] = TORCH_VERSION;
+    here = numerics_facts(here);
+  }
+  if (here == ran_on) return gpu;
+  const std::string why = fmt::format(
+      "the run trained on {}, and this verifier has {}", describe(ran_on), describe(here));
+  if (!tolerance)
+    fail(
+        "{}: an exact replay needs the same GPU model and library versions. Verify on such a "
+        "machine, or with --tolerance for a replay within stated distances (docs/verify.md)",
+        why);
+  if (note)
+    *note = fmt::format("{}: replaying on the CPU in fp32 with the math attention, within the "
+                        "tolerance",
+                        why);
+  cpu.attention = "math";
+  return cpu;
+}
+
+AutocastScope::AutocastScope(const Compute& c) : active_(c.bf16) {
+  if (!active_) return;
+#if defined(WIT_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+#else
+  fail("bf16 autocast needs a CUDA libtorch 2.x");
+#endif
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+#if defined(WIT_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+#endif
+}
+
+}  // namespace wit

@@ -1,0 +1,64 @@
+// Where and how precisely a run computes: the device (train.device), the matmul precision
+// (train.precision) and the attention kernel (model.attention), resolved once at start-up
+// against this build of libtorch and this machine. A choice that cannot run here is an error
+// that says why, never silently replaced by another.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/config.h"
+#include "trainer/run_config.h"
+
+namespace wit {
+
+struct Compute {
+  torch::Device device{torch::kCPU};
+  bool bf16 = false;               // bf16 autocast for matmuls and attention
+  std::string attention = "math";  // resolved: math or flash
+  bool is_cuda() const { return device.is_cuda(); }
+};
+
+// Whether this libtorch was built with CUDA (Debian's is not).
+bool libtorch_has_cuda();
+
+// This process's rank on its node: OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID,
+// in that order; 0 when none is set (one process).
+int local_rank();
+
+// Resolves `cfg`'s train.device, train.precision and model.attention for this process.
+// model.attention = auto is written back into `cfg` as resolved (it is committed: the genesis
+// must name the kernel the run used); train.device stays as given (not committed). `local_rank`
+// picks the GPU: local rank mod the visible GPUs. On CUDA it pins the numerics first
+// (trainer/dist/gpu_determinism.h, deterministic algorithms, no TF32); a nondeterministic
+// kernel is then an error, not a warning.
+Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet);
+
+// The compute a verifier replays a run on, from the run's committed config and the device facts
+// its sessions recorded (sessions_json, unsigned: a false claim can only make a verifier refuse
+// or replay within a tolerance, never certify). A run that trained on a GPU replays exactly only
+// on the same GPU model with the same CUDA, cuBLAS, cuDNN and libtorch: there it gets that GPU
+// with the run's precision; elsewhere, with a tolerance, the CPU in fp32 with the math attention
+// (`note` says so); without one, an error that names both machines and points to --tolerance.
+Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
+                       int local_rank, std::string* note);
+
+// The device facts a session records: for CUDA the GPU model, SM count, driver, CUDA, cuBLAS,
+// cuDNN and NCCL versions; {"device": "cpu"} otherwise.
+nlohmann::json device_facts(const Compute& compute);
+
+// Scoped bf16 autocast on the compute's device (nothing when the compute is fp32).
+class AutocastScope {
+ public:
+  explicit AutocastScope(const Compute& compute);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+}  // namespace wit

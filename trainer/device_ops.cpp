@@ -1,0 +1,127 @@
+#include "trainer/device_ops.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace wit {
+
+std::vector<double> grad_norm_partials(const torch::Tensor& g, int64_t n) {
+  if (g.is_cpu()) return optim::grad_norm_partials(g.data_ptr<float>(), n);
+  return grad_norm_partials_by_ops(g, n);
+}
+
+std::vector<double> grad_norm_partials_by_ops(const torch::Tensor& g, int64_t n) {
+  WIT_CHECK(n <= g.numel(), "norm of {} elements of a tensor of {}", n, g.numel());
+  const int64_t C = optim::kNormChunk, chunks = (n + C - 1) / C;
+  constexpr int64_t kChunksPerPiece = 256;  // 16M elements: bounds the fp64 temporary
+  std::vector<double> out(static_cast<size_t>(chunks));
+  for (int64_t c0 = 0; c0 < chunks; c0 += kChunksPerPiece) {
+    const int64_t c1 = std::min(chunks, c0 + kChunksPerPiece);
+    const int64_t lo = c0 * C, hi = std::min(n, c1 * C);
+    auto x = torch::zeros({(c1 - c0) * C}, g.options().dtype(torch::kFloat64));
+    x.narrow(0, 0, hi - lo).copy_(g.narrow(0, lo, hi - lo));
+    // Squares in double, summed per chunk over a fixed shape: no atomics, the same order on
+    // every call.
+    auto sums = (x * x).view({c1 - c0, C}).sum(1).to(torch::kCPU).contiguous();
+    std::copy(sums.data_ptr<double>(), sums.data_ptr<double>() + (c1 - c0),
+              out.begin() + c0);
+  }
+  return out;
+}
+
+float clip_grads(torch::Tensor& g, int64_t n, double norm, float clip) {
+  if (g.is_cpu()) return optim::clip_grads(g.data_ptr<float>(), n, norm, clip);
+  const float f = optim::clip_grads(nullptr, 0, norm, clip);  // the factor alone
+  if (f != 1.0f) g.narrow(0, 0, n).mul_(f);
+  return f;
+}
+
+void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
+                  int64_t n, const std::vector<optim::DecaySegment>& segments, int64_t t,
+                  const optim::Hyper& h) {
+  if (p.is_cpu())
+    return optim::adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                               v.data_ptr<float>(), n, segments, t, h);
+  adamw_update_by_ops(p, g, m, v, n, segments, t, h);
+}
+
+void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                         torch::Tensor& v, int64_t n,
+                         const std::vector<optim::DecaySegment>& segments, int64_t t,
+                         const optim::Hyper& h) {
+  torch::NoGradGuard no_grad;
+  const optim::AdamWScalars k = optim::adamw_scalars(h, t);
+  for (const auto& s : segments) {
+    const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
+    if (sb >= se) continue;
+    auto ps = p.narrow(0, sb, se - sb), ms = m.narrow(0, sb, se - sb),
+         vs = v.narrow(0, sb, se - sb);
+    const auto gs = g.narrow(0, sb, se - sb);
+    ms.mul_(k.b1).add_(gs, k.one_b1);         // m = b1·m + (1−b1)·g
+    vs.mul_(k.b2).add_(gs * gs, k.one_b2);    // v = b2·v + (1−b2)·g²
+    auto denom = vs.sqrt().div_(k.bc2_sqrt).add_(k.eps);
+    ps.mul_(s.decay ? k.decay : 1.0f).sub_(ms / denom, k.step_size);
+  }
+}
+
+witness::WeightSketch sketch_weights(const torch::Tensor& values, int64_t first) {
+  if (values.is_cpu())
+    return witness::sketch_weights(values.contiguous().data_ptr<float>(), first, values.numel());
+  return sketch_weights_by_ops(values, first);
+}
+
+// Every product and sum stays below 2^63 in int64: a 32-bit factor times a 16-bit half is below
+// 2^48, a block's 1024 terms below 2^59; the result is taken mod 2^32 as the definition says.
+witness::WeightSketch sketch_weights_by_ops(const torch::Tensor& values, int64_t first) {
+  using witness::kSketchBlock;
+  using witness::kSketchLanes;
+  torch::NoGradGuard no_grad;
+  witness::WeightSketch out;
+  const int64_t n = values.numel();
+  if (n == 0) return out;
+  WIT_CHECK(values.scalar_type() == torch::kFloat32, "the sketch reads fp32 parameters");
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(values.device());
+  constexpr int64_t kLow16 = 0xffff, kLow32 = 0xffffffffLL, kTwo16 = 65536;
+  std::vector<int64_t> table(size_t(kSketchLanes * kSketchBlock));
+  for (int l = 0; l < kSketchLanes; ++l)
+    for (int64_t j = 0; j < kSketchBlock; ++j)
+      table[size_t(l * kSketchBlock + j)] = int64_t(witness::sketch_table(l)[j]);
+  const auto T = torch::tensor(table, torch::kInt64).view({kSketchLanes, kSketchBlock}).to(i64);
+
+  constexpr int64_t kBlocksPerPiece = 1 << 14;  // 16M parameters per piece
+  const int64_t b_first = first / kSketchBlock;
+  const int64_t b_end = (first + n + kSketchBlock - 1) / kSketchBlock;
+  for (int64_t pb = b_first; pb < b_end; pb += kBlocksPerPiece) {
+    const int64_t pe = std::min(b_end, pb + kBlocksPerPiece), nb = pe - pb;
+    const int64_t lo = std::max(first, pb * kSketchBlock);
+    const int64_t hi = std::min(first + n, pe * kSketchBlock);
+    // u: the parameters' bit patterns as unsigned 32-bit integers, zero outside the range.
+    auto u = torch::zeros({nb * kSketchBlock}, i64);
+    u.narrow(0, lo - pb * kSketchBlock, hi - lo)
+        .copy_(values.narrow(0, lo - first, hi - lo)
+                   .contiguous()
+                   .view(torch::kInt32)
+                   .to(torch::kInt64)
+                   .bitwise_and(kLow32));
+    const auto U = u.view({nb, kSketchBlock});
+    const auto u_lo = U.bitwise_and(kLow16), u_hi = U.div(kTwo16, "trunc");
+    for (int l = 0; l < kSketchLanes; ++l) {
+      const auto t = T[l];
+      // t·u mod 2^32 = t·u_lo + ((t·u_hi) mod 2^16)·2^16  (mod 2^32)
+      const auto dot =
+          (u_lo * t + (u_hi * t).bitwise_and(kLow16) * kTwo16).sum(1).bitwise_and(kLow32);
+      std::vector<int64_t> s(static_cast<size_t>(nb));
+      for (int64_t b = 0; b < nb; ++b)
+        s[size_t(b)] = int64_t(witness::sketch_block_coefficient(l, uint64_t(pb + b)));
+      const auto S = torch::tensor(s, torch::kInt64).to(i64);
+      const auto term = (dot * S.bitwise_and(kLow16) +
+                         (dot * S.div(kTwo16, "trunc")).bitwise_and(kLow16) * kTwo16)
+                            .bitwise_and(kLow32);
+      out.lanes[size_t(l)] += uint32_t(term.sum().item<int64_t>() & kLow32);
+    }
+  }
+  return out;
+}
+
+}  // namespace wit

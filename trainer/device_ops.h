@@ -1,0 +1,42 @@
+// The step's fixed-order arithmetic on tensors of any device: the gradient norm's chunk
+// partials, clipping, the AdamW update and the weight sketch. On the CPU each calls the plain
+// loop that defines it (trainer/optim/adamw.h, witness/log/sketch.h): the same bits as always.
+// On a GPU the same definitions run as torch operations on the device, with no atomics (every
+// reduction is over a fixed shape), so a GPU run gives the same bits every time on the same GPU
+// and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to the host.
+// The *_by_ops forms are the device implementations, callable on CPU tensors, so tests check
+// them against the definitions on any machine.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "trainer/optim/adamw.h"
+#include "witness/log/sketch.h"
+
+namespace wit {
+
+// Sum of squares of g[0, n) per kNormChunk chunk (chunk c covers [c·C, (c+1)·C)).
+std::vector<double> grad_norm_partials(const torch::Tensor& g, int64_t n);
+std::vector<double> grad_norm_partials_by_ops(const torch::Tensor& g, int64_t n);
+
+// Scales g[0, n) by the clip factor of `norm` (optim::clip_grads); returns the factor.
+float clip_grads(torch::Tensor& g, int64_t n, double norm, float clip);
+
+// optim::adamw_update on the first n elements of p, g, m and v.
+void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
+                  int64_t n, const std::vector<optim::DecaySegment>& segments, int64_t t,
+                  const optim::Hyper& h);
+void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                         torch::Tensor& v, int64_t n,
+                         const std::vector<optim::DecaySegment>& segments, int64_t t,
+                         const optim::Hyper& h);
+
+// The sketch of `values` (fp32, 1-D), parameters [first_index, first_index + numel) of the flat
+// vector: witness::sketch_weights on the CPU; on another device the same integers (exact).
+witness::WeightSketch sketch_weights(const torch::Tensor& values, int64_t first_index);
+witness::WeightSketch sketch_weights_by_ops(const torch::Tensor& values, int64_t first_index);
+
+}  // namespace wit

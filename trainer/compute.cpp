@@ -137,7 +137,7 @@ nlohmann::json numerics_facts(nlohmann::json facts) {
 }
 
 std::string describe(const nlohmann::json& f) {
-  if (!f.contains("gpu") || !f["gpu"].is_string()) return "no GPU";
+  if (!f.contains("gpu") || !f["gpu"].is_string()) return "the CPU (no GPU)";
   // Unsigned facts: printed as JSON values, whatever their types.
   auto v = [&](const char* k) {
     if (!f.contains(k)) return std::string("?");
@@ -147,25 +147,51 @@ std::string describe(const nlohmann::json& f) {
                      v("sm_count"), v("cuda"), v("cublas"), v("cudnn"), v("libtorch"));
 }
 
+// The numerics facts of a session's compute (the empty object for the CPU).
+nlohmann::json session_facts(const nlohmann::json& s) {
+  if (!s.is_object() || !s.contains("compute") || !s["compute"].is_object() ||
+      s["compute"].value("device", "") != "cuda")
+    return nlohmann::json::object();
+  auto f = s["compute"];
+  if (s.contains("versions") && s["versions"].is_object())
+    f["libtorch"] = s["versions"].value("libtorch", "?");
+  return numerics_facts(f);
+}
+
+// The same for this process.
+nlohmann::json facts_here(const Compute& c) {
+  if (!c.is_cuda()) return nlohmann::json::object();
+  auto f = device_facts(c);
+  f["libtorch"] = TORCH_VERSION;
+  return numerics_facts(f);
+}
+
 }  // namespace
+
+void check_resume_compute(const std::string& sessions_json, const Compute& compute,
+                          const std::string& origin) {
+  const auto sessions = nlohmann::json::parse(sessions_json, nullptr, false);
+  if (!sessions.is_array() || sessions.empty()) return;
+  const auto ran = session_facts(sessions.back()), here = facts_here(compute);
+  if (ran != here)
+    fail(
+        "{}: the run trained on {} and this process computes on {}: a resume must continue the "
+        "trajectory with the same arithmetic. Resume on the same GPU model and libraries "
+        "(train.device selects it), or start a new run",
+        origin, describe(ran), describe(here));
+}
 
 Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
                        int local_rank, std::string* note) {
   Compute cpu;
   cpu.attention = rc.model.attention;
   // The sessions that trained on a GPU, and what decided their numerics.
-  nlohmann::json ran_on;
+  nlohmann::json ran_on = nlohmann::json::object();
   const auto sessions = nlohmann::json::parse(sessions_json, nullptr, false);
   if (sessions.is_array())
     for (const auto& s : sessions)
-      if (s.is_object() && s.contains("compute") && s["compute"].is_object() &&
-          s["compute"].value("device", "") == "cuda") {
-        auto f = s["compute"];
-        if (s.contains("versions") && s["versions"].is_object())
-          f["libtorch"] = s["versions"].value("libtorch", "?");
-        ran_on = numerics_facts(f);
-      }
-  if (ran_on.is_null()) return cpu;
+      if (!session_facts(s).empty()) ran_on = session_facts(s);
+  if (ran_on.empty()) return cpu;
 
   nlohmann::json here = nlohmann::json::object();  // no GPU
   Compute gpu;
@@ -176,9 +202,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
          "model.attention=" + rc.model.attention,
          fmt::format("model.dropout={}", rc.model.dropout)});
     gpu = resolve_compute(c, local_rank, /*quiet=*/true);
-    here = device_facts(gpu);
-    here["libtorch"] = TORCH_VERSION;
-    here = numerics_facts(here);
+    here = facts_here(gpu);
   }
   if (here == ran_on) return gpu;
   const std::string why = fmt::format(

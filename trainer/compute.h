@@ -45,6 +45,12 @@ Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet);
 Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
                        int local_rank, std::string* note);
 
+// On --resume: the last session's device facts (sessions_json) must be this process's, since
+// train.device is not committed but the arithmetic is part of the trajectory. Throws naming
+// both (`origin` names the log).
+void check_resume_compute(const std::string& sessions_json, const Compute& compute,
+                          const std::string& origin);
+
 // The device facts a session records: for CUDA the GPU model, SM count, driver, CUDA, cuBLAS,
 // cuDNN and NCCL versions; {"device": "cpu"} otherwise.
 nlohmann::json device_facts(const Compute& compute);

@@ -168,13 +168,14 @@ ResolvedRun resolve(const TrainOptions& o) {
 // A resume must continue the run its log committed to: the committed config may not change.
 // Says which key changed, where the genesis alone would only say that something did.
 void check_resumable(const fs::path& log_file, const config::Config& cfg,
-                     const witness::PublicKey& key) {
+                     const witness::PublicKey& key, const Compute& compute) {
   if (!fs::exists(log_file)) return;  // LogWriter::resume says why that is fatal
   const witness::WitnessLog log = witness::read_log(log_file);
   if (log.meta.public_key != key)
     fail("{} is signed by key {}, but the key given is {}: resume with the run's key (--key)",
          log_file.string(), witness::key_id(log.meta.public_key), witness::key_id(key));
   const config::Config committed = parse_committed(log.meta.committed_yaml, log_file.string());
+  check_resume_compute(log.meta.sessions_json, compute, log_file.string());
   std::vector<std::string> diffs;
   for (auto& d : committed.differences(cfg, {})) {
     const auto key = d.substr(0, d.find(':'));
@@ -241,7 +242,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   fs::path last_ckpt;
   Digest loaded_state{};
   if (opts.resume) {
-    if (is_root) check_resumable(dir / witness::kLogFileName, run.cfg, public_key);
+    if (is_root) check_resumable(dir / witness::kLogFileName, run.cfg, public_key, compute);
     if (auto ck = latest_checkpoint(dir)) {
       const CheckpointInfo info = read_checkpoint_info(*ck);
       loaded_state = info.state_hash;

@@ -125,14 +125,17 @@ with h5py.File(sys.argv[1], "r+") as f:
     f["meta"].attrs["sessions_json"] = np.bytes_(json.dumps(s))
 PY
 verify "$work/gpu" >"$work/gpu.out" 2>&1 && fail "a GPU run was replayed exactly on the CPU"
-grep -q "the run trained on NVIDIA H200 (132 SMs), CUDA 13.0.*this verifier has no GPU: an exact replay needs the same GPU model and library versions.*--tolerance" "$work/gpu.out" ||
+grep -q "the run trained on NVIDIA H200 (132 SMs), CUDA 13.0.*this verifier has the CPU (no GPU): an exact replay needs the same GPU model and library versions.*--tolerance" "$work/gpu.out" ||
   { cat "$work/gpu.out"; fail "gpu claim: message"; }
 grep -Eq "^(CERTIFIED|REJECTED)" "$work/gpu.out" && fail "gpu claim: a verdict"
 [ -f "$work/gpu/certificate.json" ] && fail "gpu claim: a certificate was written"
 verify "$work/gpu" --tolerance 1e-3 >"$work/gpu.out" 2>&1
 [ $? -eq 4 ] || { cat "$work/gpu.out"; fail "gpu claim with a tolerance: expected exit 4"; }
 grep -q "note: the run trained on NVIDIA H200.*replaying on the CPU in fp32" "$work/gpu.out" || { cat "$work/gpu.out"; fail "gpu claim: note"; }
-echo "GPU run on a CPU verifier: refused exactly, consistent within a tolerance"
+"$wit" train --resume "$work/gpu" -q >"$work/gpu.out" 2>&1 && fail "a GPU run was resumed on the CPU"
+grep -q "the run trained on NVIDIA H200.*and this process computes on the CPU (no GPU): a resume must continue the trajectory with the same arithmetic" "$work/gpu.out" ||
+  { cat "$work/gpu.out"; fail "gpu claim: resume message"; }
+echo "GPU run on a CPU verifier: refused exactly, consistent within a tolerance; resume on the CPU refused"
 
 # Each lie: a fresh copy of the honest run, rewritten by the dishonest trainer.
 expect_rejected() {  # NAME EXPECTED_REASON ATTACK ARGS...

@@ -11,6 +11,9 @@
 //
 //   build/benchmarks/wit_bench_witness [--data data/kjv] [--pairs 40] [--large-pairs 3]
 //                                      [--log-rows 20480] [--only log|tiny|124m]
+//   build/benchmarks/wit_bench_witness --config FILE [--set k=v ...] [--name NAME] [--pairs N]
+//     one config, on its own device and precision (benchmarks/gpu_baselines.sh), ending with a
+//     "json: {...}" line
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "benchmarks/bench_data.h"
@@ -27,6 +31,8 @@
 #include "trainer/data/prepare.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
+#include "trainer/compute.h"
+#include "trainer/device_ops.h"
 #include "trainer/run_plan.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
@@ -68,14 +74,16 @@ struct TempDir {
 struct Run {
   wit::config::Config cfg;
   wit::RunConfig rc;
+  wit::Compute compute;
 };
 
 Run load(const fs::path& config, std::vector<std::string> sets, const fs::path& data_dir) {
   sets.push_back("data.dir=" + data_dir.string());
   sets.push_back("train.threads=1");
   auto cfg = wit::config::Config::load(config, wit::run_schema(), sets);
+  const wit::Compute compute = wit::resolve_compute(cfg, 0, /*quiet=*/true);
   auto rc = wit::run_config_from(cfg);
-  return {std::move(cfg), std::move(rc)};
+  return {std::move(cfg), std::move(rc), compute};
 }
 
 // The log a run of this config would write: its real /meta, a fresh key.
@@ -149,9 +157,11 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   const wit::RunPlan plan(rc, ds);
   const wit::BatchSource& batches = plan.batches();
   auto comm = wit::dist::make_single_process();
-  auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *comm);
+  auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *comm, run.compute);
   layout->init(1);
   const int64_t P = layout->num_params(), M = rc.train.micro_batches;
+  // On a GPU a step's last kernels may still run when it returns: every timing ends here.
+  auto done = [&] { wit::synchronize(run.compute); };
   const wit::OptimizerState& opt = layout->optimizer();
   wit::StepContext plain = plan.context();
   plain.witness = false;
@@ -169,12 +179,12 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   auto run_plain = [&](bool timed) {
     const auto t0 = Clock::now();
     wit::train_step(*layout, plain);
+    done();
     const double s = secs_since(t0);
     // The parts, alone, on what the witnessed step would have seen: the parameters just updated,
     // this step's micro-batches.
-    const float* params = layout->local_params().data_ptr<float>();
     auto t1 = Clock::now();
-    const auto sketch = wit::witness::sketch_weights(params, 0, P);
+    const auto sketch = wit::sketch_weights(layout->local_params(), 0);
     const double sk = secs_since(t1);
     sink = sketch.lanes[0];
     std::vector<wit::MicroBatchWitness> facts;
@@ -199,6 +209,7 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   auto run_witnessed = [&](bool timed) {
     const auto t0 = Clock::now();
     const wit::StepRecord rec = wit::train_step(*layout, witnessed);
+    done();
     const double step = secs_since(t0);
     auto f = wit::step_fields(rec);
     f.step = rows++;
@@ -284,7 +295,15 @@ int main(int argc, char** argv) {
   fs::path data = "data/kjv";
   int pairs = 40, large_pairs = 3;
   uint64_t log_rows = 20480;  // 20 chunks of the steps table exactly
-  std::string only;
+  std::string only, name = "config";
+  // --config FILE [--set k=v ...]: one config of your own (its train.device and precision too)
+  // instead of the built-in pair; --target is its overhead target (fraction, default 0.01).
+  fs::path config;
+  std::vector<std::string> sets;
+  double target = 0.01;
+  // --nondeterministic 1: torch's deterministic algorithms off after start-up pinned them, to
+  // price determinism (never for a run that is to be verified).
+  bool nondeterministic = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--data")
@@ -297,6 +316,16 @@ int main(int argc, char** argv) {
       log_rows = std::stoull(argv[i + 1]);
     else if (a == "--only")
       only = argv[i + 1];
+    else if (a == "--config")
+      config = argv[i + 1];
+    else if (a == "--set")
+      sets.push_back(argv[i + 1]);
+    else if (a == "--name")
+      name = argv[i + 1];
+    else if (a == "--target")
+      target = std::stod(argv[i + 1]);
+    else if (a == "--nondeterministic")
+      nondeterministic = std::string(argv[i + 1]) == "1";
   }
   auto want = [&only](const char* part) { return only.empty() || only == part; };
   try {
@@ -309,9 +338,24 @@ int main(int argc, char** argv) {
     wit::keep_freed_memory();
     const fs::path configs = fs::path(WIT_SOURCE_DIR) / "configs";
     const auto ds = wit::data::Dataset::open(data);
+    std::vector<Result> rs;
+    if (!config.empty()) {
+      const Run run = load(config, sets, data);
+      if (nondeterministic) at::globalContext().setDeterministicAlgorithms(false, false);
+      rs.push_back(measure(name, run, ds, pairs, target));
+      print_table(rs);
+      const Result& r = rs.front();
+      fmt::print("json: {}\n",
+                 nlohmann::json{{"name", r.name}, {"params", r.params}, {"plain_s", r.plain_s},
+                                {"witnessed_s", r.witnessed_s}, {"pair_ratio", r.pair_ratio},
+                                {"pair_lo", r.pair_lo}, {"pair_hi", r.pair_hi},
+                                {"sketch_s", r.sketch_s}, {"hash_s", r.hash_s},
+                                {"seal_s", r.seal_s}, {"append_s", r.append_s}, {"pairs", pairs}}
+                     .dump());
+      return 0;
+    }
     const Run tiny = load(configs / "tiny.yaml", {}, data);
     if (want("log")) log_size(tiny, ds.manifest(), log_rows);
-    std::vector<Result> rs;
     if (want("tiny")) rs.push_back(measure("tiny", tiny, ds, pairs, 0.03));
     if (want("124m")) {
       const Run large =

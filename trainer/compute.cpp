@@ -11,6 +11,7 @@
 #ifdef WIT_TORCH_CUDA
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #endif
@@ -218,6 +219,26 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
                         why);
   cpu.attention = "math";
   return cpu;
+}
+
+void synchronize(const Compute& c) {
+#ifdef WIT_TORCH_CUDA
+  if (c.is_cuda()) torch::cuda::synchronize(c.device.index());
+#else
+  (void)c;
+#endif
+}
+
+int64_t peak_device_bytes(const Compute& c) {
+#ifdef WIT_TORCH_CUDA
+  if (c.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c.device.index());
+    return stats.allocated_bytes[0].peak;  // [0]: the aggregate over both pools
+  }
+#else
+  (void)c;
+#endif
+  return 0;
 }
 
 AutocastScope::AutocastScope(const Compute& c) : active_(c.bf16) {

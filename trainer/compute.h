@@ -55,6 +55,12 @@ void check_resume_compute(const std::string& sessions_json, const Compute& compu
 // cuDNN and NCCL versions; {"device": "cpu"} otherwise.
 nlohmann::json device_facts(const Compute& compute);
 
+// Waits for the device's queued work (nothing on the CPU): for timing a step.
+void synchronize(const Compute& compute);
+
+// The most device memory the process has had allocated so far (0 on the CPU).
+int64_t peak_device_bytes(const Compute& compute);
+
 // Scoped bf16 autocast on the compute's device (nothing when the compute is fp32).
 class AutocastScope {
  public:

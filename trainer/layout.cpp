@@ -407,10 +407,11 @@ std::unique_ptr<Layout> make_layout(const std::string& mode, const model::GPTCon
                                     int64_t M, dist::Communicator& comm, const Compute& compute) {
   if (mode != "ddp" && mode != "fsdp") fail("unknown dist.mode {}: ddp or fsdp", mode);
   dist::check_world_size(comm.size(), M);
-  if (compute.is_cuda() && comm.size() > 1 && comm.backend() != "nccl")
+  if (compute.is_cuda() && comm.size() > 1 && comm.backend() != "nccl" &&
+      comm.backend().find("host-staging") == std::string::npos)
     fail(
-        "train.device = cuda on {} processes needs the NCCL backend to carry device buffers, "
-        "and the {} backend does not (wit builds it where CUDA and NCCL are found: docs/gpu.md)",
+        "train.device = cuda on {} processes needs a process group that carries device buffers "
+        "(NCCL, or the CPU one staged through the host: trainer/device_comm.h), not {}",
         comm.size(), comm.backend());
   if (mode == "fsdp" && comm.size() > 1) {
     if ((M & (M - 1)) != 0)

@@ -15,11 +15,9 @@
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
+#include "trainer/device_comm.h"
 #include "trainer/compute.h"
 #include "trainer/dist/mpi_communicator.h"
-#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
-#include "trainer/dist/nccl_communicator.h"
-#endif
 #include "trainer/layout.h"
 #include "trainer/run_config.h"
 #include "trainer/run_plan.h"
@@ -55,11 +53,7 @@ double measure_matmul_flops(const Compute& compute, int reps) {
       torch::TensorOptions().device(compute.device).dtype(compute.bf16 ? torch::kBFloat16
                                                                        : torch::kFloat32);
   auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  auto sync = [] {
-#ifdef WIT_TORCH_CUDA
-    torch::cuda::synchronize();
-#endif
-  };
+  auto sync = [&] { synchronize(compute); };
   for (int i = 0; i < 3; ++i) a.mm(b);  // warm-up: kernel choice, clocks
   sync();
   double best = 1e30;
@@ -210,10 +204,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   const Compute compute = resolve_compute(run.cfg, local_rank(), quiet);
   const RunConfig rc = run_config_from(run.cfg);
   // Gradients on a GPU travel over NCCL; control messages stay on MPI.
-  std::unique_ptr<dist::Communicator> device_comm;
-#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
-  if (compute.is_cuda() && comm.size() > 1) device_comm = dist::make_nccl(comm);
-#endif
+  const std::unique_ptr<dist::Communicator> device_comm =
+      device_communicator(comm, compute, quiet);
   dist::Communicator& step_comm = device_comm ? *device_comm : comm;
   // The layout checks its rules (world size, M) before anything is written.
   auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, step_comm, compute);
@@ -335,6 +327,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
 
   auto checkpoint = [&] {  // collective
+    const auto start = Clock::now();
     summary.checkpoint = checkpoint_path(dir, steps_done());
     const Digest state = layout->save(summary.checkpoint,
                                       CheckpointInfo{steps_done(), layout->num_params(), genesis, {}});
@@ -343,6 +336,8 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
       w.append_checkpoint({uint64_t(steps_done()), state});
       w.sign();
     });
+    metrics.write({{"step", steps_done()},
+                   {"checkpoint_s", std::chrono::duration<double>(Clock::now() - start).count()}});
   };
   auto fingerprint = [&] {  // collective
     const witness::FingerprintFields f = layout->fingerprint(plan.probe_batch());
@@ -408,6 +403,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   }
   if (saved_step != steps_done()) checkpoint();
   summary.steps_done = steps_done();
+  if (compute.is_cuda()) metrics.write({{"step", steps_done()}, {"peak_device_bytes", peak_device_bytes(compute)}});
   const fs::path model_file = dir / "model.safetensors";
   if (first_step == total && fs::exists(model_file)) {
     // Resuming a finished run: report it, evaluate and export nothing twice.

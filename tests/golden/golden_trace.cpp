@@ -1,7 +1,7 @@
 // The golden trace: a 20-step run of a tiny model (dropout on, four micro-batches), printed as
 // the exact bits of every step's loss, a hash of the final weights, the head of the step
 // records' hash chain and the final state hash. Run it at any world size and layout
-// (mpirun -np N golden_trace DATA [ddp|fsdp]); tests/golden/golden_trace.sh compares the output
+// (mpirun -np N golden_trace DATA ddp|fsdp CONFIG [staged]); golden_trace.sh compares the output
 // with golden_trace.expected, recorded from the trainer as it was. Any change that alters one
 // bit of a step shows here, and must update the expected file in a commit of its own saying why.
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 #include "core/sha256.h"
 #include "trainer/batch.h"
 #include "trainer/data/dataset.h"
+#include "trainer/device_comm.h"
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/layout.h"
 #include "trainer/run_plan.h"
@@ -23,8 +24,14 @@
 namespace wit {
 namespace {
 
-int run(const std::string& data_dir, const std::string& mode, const std::string& config_file) {
-  auto comm = dist::make_communicator();
+int run(const std::string& data_dir, const std::string& mode, const std::string& config_file,
+        bool staged) {
+  auto world = dist::make_communicator();
+  // staged: every buffer through HostStagedCommunicator, as device buffers go on a GPU shared
+  // by several ranks; the bits must not change.
+  std::unique_ptr<dist::Communicator> staging;
+  if (staged) staging = std::make_unique<HostStagedCommunicator>(*world, torch::kCPU, true);
+  dist::Communicator* comm = staging ? staging.get() : world.get();
   const auto cfg = config::Config::load(
       config_file, run_schema(),
       {"data.dir=" + data_dir, "model.dropout=0.1", "train.steps=20", "train.micro_batches=4",
@@ -67,8 +74,9 @@ int run(const std::string& data_dir, const std::string& mode, const std::string&
 
 int main(int argc, char** argv) {
   try {
-    if (argc != 4) wit::fail("usage: golden_trace DATA_DIR ddp|fsdp TINY_CONFIG");
-    return wit::run(argv[1], argv[2], argv[3]);
+    if (argc != 4 && !(argc == 5 && std::string(argv[4]) == "staged"))
+      wit::fail("usage: golden_trace DATA_DIR ddp|fsdp TINY_CONFIG [staged]");
+    return wit::run(argv[1], argv[2], argv[3], argc == 5);
   } catch (const std::exception& e) {
     fmt::print(stderr, "golden_trace: {}\n", e.what());
     return 1;

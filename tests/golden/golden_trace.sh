@@ -32,5 +32,10 @@ $mpirun 2 "$trace" "$work/data" ddp "$cfg" >"$work/ddp2"
 check "N=2 DDP" "$work/ddp2"
 $mpirun 2 "$trace" "$work/data" fsdp "$cfg" >"$work/fsdp2"
 check "N=2 FSDP" "$work/fsdp2"
+# Every buffer staged through host copies (how device buffers travel when ranks share a GPU).
+$mpirun 2 "$trace" "$work/data" ddp "$cfg" staged >"$work/ddp2s"
+check "N=2 DDP, staged" "$work/ddp2s"
+$mpirun 2 "$trace" "$work/data" fsdp "$cfg" staged >"$work/fsdp2s"
+check "N=2 FSDP, staged" "$work/fsdp2s"
 [ $status = 0 ] && echo "all golden"
 exit $status

@@ -17,11 +17,9 @@
 #include "trainer/batch.h"
 #include "trainer/checkpoint.h"
 #include "trainer/compute.h"
+#include "trainer/device_comm.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/split.h"
-#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
-#include "trainer/dist/nccl_communicator.h"
-#endif
 #include "trainer/layout.h"
 #include "trainer/run_plan.h"
 #include "trainer/run_config.h"
@@ -239,11 +237,9 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   if (!compute_note.empty()) progress("note: " + compute_note);
   model::GPTConfig replay_model = rc.model;
   replay_model.attention = compute.attention;
-  // Gradients on GPUs travel over NCCL, as in training; control messages stay on `comm`.
-  std::unique_ptr<dist::Communicator> device_comm;
-#if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
-  if (compute.is_cuda() && comm.size() > 1) device_comm = dist::make_nccl(comm);
-#endif
+  // Gradients on GPUs travel as in training (NCCL, or staged through the host).
+  const std::unique_ptr<dist::Communicator> device_comm =
+      device_communicator(comm, compute, /*quiet=*/!root);
   // The verifier's layout, with the trainer's rules and messages (world size, M).
   auto layout = make_layout(o.mode, replay_model, rc.train.micro_batches,
                             device_comm ? *device_comm : comm, compute);

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# The GPU baselines of docs/benchmarks.md in one command, on one GPU (an H100/H200 with a CUDA
+# PyTorch 2.x): launch/gpu-check first (build, device tests, 124M-shaped training with
+# witnessing on, verify CERTIFIED), then
+#   witness A/B     witnessing on vs off, paired, --pairs pairs (wit_bench_witness)
+#   determinism     the plain step with torch's deterministic algorithms off, against on
+#   verify cost     replayed step time over trained step time, checkpoint load over a step
+#   same seed       two runs from the same seed: their witness chain heads must be identical
+#   two processes   N = 2 on the one GPU against N = 1 (refused where the backend cannot do it)
+#   scales          gpt2-350m, 774m, 1.5b and gpt-2b: tokens/s, MFU, witnessing parts as % of a
+#                   step, checkpoint write time, peak GPU memory
+# It prints the table and writes everything to one JSON file (gpu-baselines.json in --out).
+#
+# Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--rehearse]
+#   --rehearse   the same flow on the CPU (Debian's libtorch, build/), tiny shapes, fp32, to check
+#                the script where there is no GPU
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-baselines}
+pairs=20 rehearse=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
+    --rehearse) rehearse=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_baselines: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+say() { echo "gpu_baselines: $*"; }
+results="$out/parts"
+rm -rf "$results" && mkdir -p "$results"
+
+# --- gpu-check: build, device tests, the 124M run and its verification ------------------------
+check=(launch/gpu-check --out "$out/check")
+[ $rehearse = 1 ] && check+=(--rehearse)
+"${check[@]}" || { say "gpu-check failed: see $out/check/gpu-check.json"; exit 1; }
+if [ $rehearse = 1 ]; then
+  build=build
+  compute=(--set train.device=cpu --set train.precision=fp32 --set model.attention=auto)
+  base=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64 --set model.context=128
+        --set data.seq_len=128 --set train.micro_batches=2 --set train.micro_batch_size=4)
+  scales=("small:--set model.n_layer=2 --set model.n_embd=96 --set model.n_head=2"
+          "medium:--set model.n_layer=3 --set model.n_embd=128 --set model.n_head=4")
+  pairs=$(( pairs < 4 ? pairs : 4 )) scale_steps=3 scale_pairs=2 seed_steps=3
+  config=configs/gpt2-124m.yaml
+else
+  build=build-gpu
+  compute=(--set train.device=cuda --set train.precision=bf16 --set model.attention=flash)
+  base=(--set train.micro_batches=8 --set train.micro_batch_size=16)
+  scales=("gpt2-350m:" "gpt2-774m:" "gpt2-1.5b:" "gpt-2b:")
+  scale_steps=6 scale_pairs=3 seed_steps=10
+  config=configs/gpt2-124m.yaml
+fi
+wit=$build/apps/wit/wit
+bench=$build/benchmarks/wit_bench_witness
+data=$out/check/data
+key=$out/check/trainer.pem
+common=(--set data.dir="$data" "${compute[@]}" --set train.eval_every=0 --set train.eval_batches=2
+        --set train.log_every=1 --set optim.warmup_steps=2)
+
+# --- witnessing on vs off, paired -----------------------------------------------------------------
+say "witness A/B over $pairs pairs"
+"$bench" --data "$data" --config "$config" --name 124m --pairs "$pairs" "${compute[@]}" "${base[@]}" \
+  >"$out/witness_ab.log" 2>&1 || { tail -3 "$out/witness_ab.log"; say "the witness A/B failed"; }
+grep '^json: ' "$out/witness_ab.log" | sed 's/^json: //' >"$results/witness_ab.json"
+
+# --- deterministic algorithms off, for the cost ---------------------------------------------------
+say "plain step with deterministic algorithms off"
+"$bench" --data "$data" --config "$config" --name 124m-nondeterministic --pairs 3 --nondeterministic 1 \
+  "${compute[@]}" "${base[@]}" >"$out/nondeterministic.log" 2>&1 ||
+  say "the nondeterministic run failed (see $out/nondeterministic.log)"
+grep '^json: ' "$out/nondeterministic.log" | sed 's/^json: //' >"$results/nondeterministic.json" || true
+
+# --- the same seed twice --------------------------------------------------------------------------
+say "two runs from the same seed"
+for r in a b; do
+  rm -rf "$out/seed_$r"
+  "$wit" train "$config" --out "$out/seed_$r" --key "$key" "${common[@]}" "${base[@]}" \
+    --set train.steps=$seed_steps --set train.checkpoint_every=0 -q >/dev/null
+  "$wit" inspect "$out/seed_$r" --json >"$results/seed_$r.json"
+done
+
+# --- two processes on the one device ------------------------------------------------------------
+say "N = 2 on the one device against N = 1"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+rm -rf "$out/np2"
+if mpirun --oversubscribe --bind-to none -np 2 "$wit" train "$config" --out "$out/np2" --key "$key" \
+     "${common[@]}" "${base[@]}" --set train.steps=$seed_steps --set train.checkpoint_every=0 \
+     -q >"$out/np2.log" 2>&1; then
+  "$wit" inspect "$out/np2" --json >"$results/np2.json"
+else
+  echo "{\"refused\": $(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip().splitlines()[-1] if open(sys.argv[1]).read().strip() else ""))' "$out/np2.log")}" >"$results/np2.json"
+fi
+
+# --- scales -----------------------------------------------------------------------------------
+for entry in "${scales[@]}"; do
+  name=${entry%%:*} sets=${entry#*:}
+  if [ $rehearse = 1 ]; then cfg=$config; else cfg=configs/$name.yaml; fi
+  say "scale $name"
+  rm -rf "$out/scale_$name"
+  # shellcheck disable=SC2086
+  "$wit" train "$cfg" --out "$out/scale_$name" --key "$key" "${common[@]}" "${base[@]}" $sets \
+    --set train.steps=$scale_steps --set train.checkpoint_every=$scale_steps \
+    --set witness.fingerprint_every=$scale_steps -q >"$out/scale_$name.log" 2>&1 ||
+    { tail -3 "$out/scale_$name.log"; echo "{\"failed\": true}" >"$results/scale_$name.json"; continue; }
+  # shellcheck disable=SC2086
+  "$bench" --data "$data" --config "$cfg" --name "$name" --pairs $scale_pairs \
+    "${compute[@]}" "${base[@]}" $sets >"$out/scale_${name}_witness.log" 2>&1 || true
+  grep '^json: ' "$out/scale_${name}_witness.log" | sed 's/^json: //' >"$results/scale_${name}_witness.json" || true
+  cp "$out/scale_$name/metrics.jsonl" "$results/scale_$name.metrics.jsonl"
+done
+
+# --- the table and the one JSON -------------------------------------------------------------------
+python3 - "$out" "$rehearse" <<'PY'
+import glob, json, os, re, statistics, sys
+out, rehearse = sys.argv[1], sys.argv[2] == "1"
+parts = os.path.join(out, "parts")
+def load(name, default=None):
+    p = os.path.join(parts, name)
+    try:
+        txt = open(p).read().strip()
+        return json.loads(txt) if txt else default
+    except (OSError, ValueError):
+        return default
+def metrics(path):
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    steps = [r for r in rows if "tokens_per_s" in r][1:]
+    med = lambda k: statistics.median(r[k] for r in steps) if steps else None
+    last = lambda k: next((r[k] for r in reversed(rows) if k in r), None)
+    return {"tokens_per_s": med("tokens_per_s"), "mfu": med("mfu"),
+            "checkpoint_s": last("checkpoint_s"), "peak_device_bytes": last("peak_device_bytes")}
+s = {"rehearsal": rehearse}
+s["check"] = json.load(open(os.path.join(out, "check", "gpu-check.json")))
+ab = load("witness_ab.json")
+s["witness_ab"] = ab
+nd = load("nondeterministic.json")
+s["determinism"] = ({"deterministic_plain_s": ab["plain_s"], "nondeterministic_plain_s": nd["plain_s"],
+                     "cost": ab["plain_s"] / nd["plain_s"] - 1} if ab and nd else None)
+v = open(os.path.join(out, "check", "verify.log")).read()
+m = re.search(r"cost: (\d+) steps replayed in ([0-9.]+)s \(([0-9.]+)s/step; the trainer logged ([0-9.]+)s/step\), (\d+) checkpoint load\(s\) in ([0-9.]+)s", v)
+if m:
+    replay, logged, loads, load_s = float(m.group(3)), float(m.group(4)), int(m.group(5)), float(m.group(6))
+    s["verify"] = {"replay_over_trained": replay / logged,
+                   "load_over_step": (load_s / loads) / logged if loads else None}
+heads = lambda r: (r or {}).get("heads")
+a, b = load("seed_a.json"), load("seed_b.json")
+s["same_seed"] = {"identical": heads(a) is not None and heads(a) == heads(b), "heads": heads(a)}
+np2 = load("np2.json", {})
+s["two_processes"] = ({"identical": heads(np2) == heads(a)} if heads(np2) else {"refused": np2.get("refused")})
+s["scales"] = {}
+for f in sorted(glob.glob(os.path.join(parts, "scale_*.metrics.jsonl"))):
+    name = os.path.basename(f)[len("scale_"):-len(".metrics.jsonl")]
+    row = metrics(f)
+    w = load(f"scale_{name}_witness.json")
+    if w:
+        row["witness_parts_pct"] = 100 * (w["sketch_s"] + w["hash_s"] + w["seal_s"] + w["append_s"]) / w["plain_s"]
+        row["params"] = w["params"]
+    s["scales"][name] = row
+json.dump(s, open(os.path.join(out, "gpu-baselines.json"), "w"), indent=2)
+
+fmt = lambda x, f="{:.1f}": "-" if x is None else f.format(x)
+print("\n| config | what | measured | target |\n| --- | --- | --- | --- |")
+c = s["check"]
+print(f"| 124M | tokens/s, MFU (witnessing on) | {fmt(c.get('tokens_per_s_median'), '{:.0f}')}, {fmt(100 * c['mfu_median'] if c.get('mfu_median') else None)} % | MFU >= 40 % |")
+if ab:
+    print(f"| 124M | witnessing on vs off, {ab['pairs']} pairs | {100 * (ab['pair_ratio'] - 1):+.2f} % [{100 * (ab['pair_lo'] - 1):+.1f}, {100 * (ab['pair_hi'] - 1):+.1f}] | <= 1 % |")
+if s["determinism"]:
+    print(f"| 124M | deterministic algorithms on vs off | {100 * s['determinism']['cost']:+.1f} % | report |")
+if "verify" in s:
+    print(f"| 124M | replayed / trained step; load / step | {s['verify']['replay_over_trained']:.2f}; {fmt(s['verify']['load_over_step'], '{:.2f}')} | <= 1.1; <= 1 |")
+print(f"| 124M | same seed twice: chain heads | {'identical' if s['same_seed']['identical'] else 'DIFFERENT'} | identical |")
+tp = s["two_processes"]
+print(f"| 124M | N=2 on one device vs N=1 | {('identical' if tp['identical'] else 'DIFFERENT') if 'identical' in tp else 'refused: ' + str(tp.get('refused'))[:80]} | identical |")
+for name, r in s["scales"].items():
+    gib = r["peak_device_bytes"] / 2**30 if r.get("peak_device_bytes") else None
+    print(f"| {name} | tokens/s, MFU, witnessing, checkpoint, peak memory | {fmt(r['tokens_per_s'], '{:.0f}')}, {fmt(100 * r['mfu'] if r['mfu'] else None)} %, {fmt(r.get('witness_parts_pct'), '{:.2f}')} %, {fmt(r['checkpoint_s'], '{:.1f}')} s, {fmt(gib, '{:.1f}')} GiB | MFU >= 45 % at 1.5B; witnessing <= 1 % |")
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    pts = [(r["params"], r["witness_parts_pct"]) for r in s["scales"].values() if "params" in r]
+    if pts:
+        plt.figure(figsize=(6, 4))
+        plt.semilogx([p for p, _ in pts], [o for _, o in pts], "o-")
+        plt.xlabel("parameters"); plt.ylabel("witnessing, % of a step"); plt.title("Witnessing overhead against scale")
+        plt.grid(True, alpha=0.3); plt.tight_layout()
+        plt.savefig(os.path.join(out, "overhead-vs-scale.png"), dpi=120)
+        print(f"\nplot: {os.path.join(out, 'overhead-vs-scale.png')}")
+except ImportError:
+    print("\n(no matplotlib here: the plot of overhead against scale is left out)")
+print(f"\nall figures: {os.path.join(out, 'gpu-baselines.json')}")
+PY

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -15,8 +16,8 @@
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
-#include "trainer/device_comm.h"
 #include "trainer/compute.h"
+#include "trainer/device_comm.h"
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/layout.h"
 #include "trainer/run_config.h"
@@ -193,6 +194,36 @@ void maybe_inject_fault(int rank, int64_t step) {
     fail("fault injected on rank {} at step {} (WIT_INJECT_FAULT)", rank, step);
 }
 
+// Whether an exception is an allocation that failed: the GPU's (c10::OutOfMemoryError) or the
+// host's (std::bad_alloc, or libtorch's CPU allocator refusing).
+bool out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e))
+    return true;
+  const std::string what = e.what();
+  return what.find("DefaultCPUAllocator: not enough memory") != std::string::npos ||
+         what.find("DefaultCPUAllocator: can't allocate memory") != std::string::npos;
+}
+
+// One step; running out of memory stops the run with what to change. The log holds every step
+// before this one and stays valid, but a smaller micro-batch is another trajectory (the
+// micro-batch size is committed), so the way on is a new run, not a resume.
+StepRecord step_or_explain_memory(Layout& layout, const StepContext& ctx, const Compute& compute,
+                                  const fs::path& dir) {
+  try {
+    return train_step(layout, ctx);
+  } catch (const std::exception& e) {
+    if (!out_of_memory(e)) throw;
+    fail(
+        "out of {} memory in step {} ({} parameters, {} sequences of {} tokens per micro-batch): "
+        "lower train.micro_batch_size (raising train.micro_batches keeps the tokens per step), "
+        "or spread the state with dist.mode=fsdp over more processes. {} keeps every step before "
+        "this one, but its committed config fixes the micro-batch size: `wit train --resume` "
+        "cannot change it, so start a new run with the smaller micro-batch",
+        compute.is_cuda() ? "GPU" : "host", layout.steps_done(), layout.num_params(),
+        ctx.data->micro_batch_size(), ctx.data->seq_len(), dir.string());
+  }
+}
+
 TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   const bool is_root = comm.is_root();
   const bool quiet = opts.quiet || !is_root;
@@ -362,7 +393,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   while (steps_done() < stop) {
     maybe_inject_fault(comm.rank(), steps_done());
     const auto step_start = Clock::now();
-    const StepRecord rec = train_step(*layout, plan.context());
+    const StepRecord rec = step_or_explain_memory(*layout, plan.context(), compute, dir);
     const double step_secs = std::chrono::duration<double>(Clock::now() - step_start).count();
     record([&](witness::LogWriter& w) {
       w.append_step(step_fields(rec), {unix_now(), step_secs});

@@ -58,3 +58,12 @@ cat "$work/final.txt"
 grep -q "24 of 24 (complete)" "$work/final.txt" || fail "resumed run not complete"
 [ "$(heads "$work/crash")" = "$(heads "$work/straight")" ] || fail "the resumed chain differs from the uninterrupted one"
 echo "crash and resume: same chain as an uninterrupted run"
+
+# Out of memory in a step (a micro-batch whose activations no host can hold): a clear message
+# naming what to lower, a non-zero exit, and a log that stays valid with the steps before it.
+"$wit" train "$cfg" "${sets[@]}" --set train.micro_batch_size=400000 --set train.micro_batches=1 \
+  --out "$work/oom" -q >"$work/oom.out" 2>&1 && fail "a step that cannot fit in memory ran"
+grep -q "out of host memory in step 0 .*lower train.micro_batch_size.*start a new run" "$work/oom.out" ||
+  { cat "$work/oom.out"; fail "out of memory: message"; }
+"$wit" inspect "$work/oom" >/dev/null || fail "the log of a run that ran out of memory does not verify"
+echo "out of memory: clear message, log valid"

@@ -11,19 +11,21 @@
 #                   step, checkpoint write time, peak GPU memory
 # It prints the table and writes everything to one JSON file (gpu-baselines.json in --out).
 #
-# Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--rehearse]
+# Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--build DIR] [--rehearse]
+#   --build DIR  an already configured build directory (launch/offline-build's build-offline)
 #   --rehearse   the same flow on the CPU (Debian's libtorch, build/), tiny shapes, fp32, to check
 #                the script where there is no GPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-baselines}
-pairs=20 rehearse=0
+pairs=20 rehearse=0 given_build=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --rehearse) rehearse=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --build) given_build=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_baselines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +38,7 @@ rm -rf "$results" && mkdir -p "$results"
 # --- gpu-check: build, device tests, the 124M run and its verification ------------------------
 check=(launch/gpu-check --out "$out/check")
 [ $rehearse = 1 ] && check+=(--rehearse)
+[ -n "$given_build" ] && check+=(--build "$given_build")
 "${check[@]}" || { say "gpu-check failed: see $out/check/gpu-check.json"; exit 1; }
 if [ $rehearse = 1 ]; then
   build=build
@@ -54,6 +57,7 @@ else
   scale_steps=6 scale_pairs=3 seed_steps=10
   config=configs/gpt2-124m.yaml
 fi
+[ -n "$given_build" ] && build=$given_build
 wit=$build/apps/wit/wit
 bench=$build/benchmarks/wit_bench_witness
 data=$out/check/data

@@ -2,7 +2,8 @@
 # Training and verification across hosts: 2 and 4 "hosts" (network namespaces on a private
 # bridge, tests/dist/netns_hosts.sh), Open MPI over TCP between them, launched with
 # launch/mpi-hostfile. DDP on 2 hosts and FSDP on 4 give the one-process run's witness chain,
-# and `wit verify` certifies the 4-host run replaying on 1 process and on 2 hosts.
+# `wit verify` certifies the 4-host run replaying on 1 process and on 2 hosts, and a rank killed
+# on another host ends the job promptly, naming it, with a log that resumes to the same chain.
 # Needs root (namespaces); skipped (exit 77) without it.
 # Usage: multi_host.sh WIT_BINARY SOURCE_DIR
 set -uo pipefail
@@ -59,4 +60,37 @@ on_host 1 mpirun --hostfile "$work/hosts2" -np 2 --bind-to none "$wit" "${verify
 grep -q "^CERTIFIED" "$work/v2.out" || fail "no CERTIFIED line on 2 hosts"
 grep -q "replayed bit for bit on 2 process(es)" "$work/v2.out" || fail "verify: not 2 processes"
 echo "h4: certified replaying on 1 process and on 2 hosts"
+# A rank killed with SIGKILL on the other host mid-run: the job ends within a bound, naming the
+# lost rank and its host; the witness log stays valid; the run resumes on the remaining host (one
+# process) and ends with the same chain as an uninterrupted run.
+long=(--set data.dir="$work/data" --set train.steps=16 --set train.checkpoint_every=4
+      --set train.eval_every=0 --set witness.fingerprint_every=4 --set train.threads=1)
+steps_of() { "$wit" inspect "$1" --json 2>/dev/null | sed -n 's/^  "steps": \([0-9]*\),$/\1/p'; }
+hostfile_train "$work/hosts2" 2 "$cfg" "${long[@]}" --out "$work/kill" -q >"$work/kill.out" 2>&1 &
+job=$!
+victim=""
+for _ in $(seq 600); do
+  if [ "$(steps_of "$work/kill")" ] && [ "$(steps_of "$work/kill")" -ge 5 ]; then
+    for pid in $(pgrep -f "$wit train"); do
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$pid
+    done
+    break
+  fi
+  kill -0 $job 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$victim" ] || { cat "$work/kill.out"; fail "rank 1 was not found running"; }
+kill -9 "$victim"
+killed_at=$(date +%s)
+for _ in $(seq 600); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+kill -0 $job 2>/dev/null && { kill -9 $job; fail "the job still runs 60 s after rank 1 was killed"; }
+wait $job && fail "the job exited 0 after losing rank 1"
+took=$(( $(date +%s) - killed_at ))
+grep -q "rank 1 .*on node $hosts_subnet.12 exited on signal 9" "$work/kill.out" ||
+  { cat "$work/kill.out"; fail "no message naming the lost rank and host"; }
+"$wit" inspect "$work/kill" >/dev/null || fail "the log after a lost rank does not verify"
+"$wit" train --resume "$work/kill" -q >/dev/null || fail "resume on the remaining host"
+"$wit" train "$cfg" "${long[@]}" --out "$work/straight" -q >/dev/null || fail "uninterrupted run"
+[ "$(heads "$work/kill")" = "$(heads "$work/straight")" ] || fail "the resumed chain differs"
+echo "rank 1 killed on host 2: job ended in ${took}s (bound 60 s) naming it; resumed on 1 process, same chain"
 echo "multi-host: all passed"

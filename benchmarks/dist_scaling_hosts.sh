@@ -5,6 +5,8 @@
 # Three alternating rounds; the median ratio is reported, with the time in collectives and the
 # bytes a step sends per rank against the recursive-halving schedule's minimum.
 # Needs root. Usage: benchmarks/dist_scaling_hosts.sh [DATA_DIR]
+# WIT_BIND=core binds each rank to a core as launch/mpi-hostfile does on real machines; every
+# namespace "host" then picks core 0 (default: none).
 source "$(dirname "$0")/dist_setup.sh"
 [ "$(id -u)" -eq 0 ] || { echo "dist_scaling_hosts: needs root (network namespaces)" >&2; exit 1; }
 source tests/dist/netns_hosts.sh
@@ -18,8 +20,8 @@ hosts_file 1 "$work/hosts1"
 data=$(cd "$data" && pwd)
 runs=()
 for round in 1 2 3; do
-  one=$(on_host 1 mpirun --hostfile "$work/hosts1" -np 1 --bind-to none "$(pwd)/$bench" --mode ddp --data "$data" --steps 3 "${compute[@]}")
-  two=$(on_host 1 mpirun --hostfile "$work/hosts2" -np 2 --bind-to none "$(pwd)/$bench" --mode ddp --data "$data" --steps 3 "${compute[@]}")
+  one=$(on_host 1 mpirun --hostfile "$work/hosts1" -np 1 --bind-to "${WIT_BIND:-none}" "$(pwd)/$bench" --mode ddp --data "$data" --steps 3 "${compute[@]}")
+  two=$(on_host 1 mpirun --hostfile "$work/hosts2" -np 2 --bind-to "${WIT_BIND:-none}" "$(pwd)/$bench" --mode ddp --data "$data" --steps 3 "${compute[@]}")
   echo "round $round N=1: $one"; echo "round $round N=2 (2 hosts, TCP): $two"
   runs+=("$one" "$two")
 done

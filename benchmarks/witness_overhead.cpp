@@ -81,7 +81,7 @@ Run load(const fs::path& config, std::vector<std::string> sets, const fs::path& 
   sets.push_back("data.dir=" + data_dir.string());
   sets.push_back("train.threads=1");
   auto cfg = wit::config::Config::load(config, wit::run_schema(), sets);
-  const wit::Compute compute = wit::resolve_compute(cfg, 0, /*quiet=*/true);
+  const wit::Compute compute = wit::resolve_compute(cfg, 1, /*quiet=*/true);
   auto rc = wit::run_config_from(cfg);
   return {std::move(cfg), std::move(rc), compute};
 }

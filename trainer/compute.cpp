@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include "core/error.h"
+#include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
 
 #ifdef WIT_TORCH_CUDA
@@ -26,12 +27,6 @@ bool libtorch_has_cuda() {
 #endif
 }
 
-int local_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  return 0;
-}
-
 namespace {
 
 // GPU numerics pinned before any CUDA work: library settings, then torch's own switches.
@@ -45,7 +40,7 @@ void pin_gpu_numerics(bool quiet) {
 
 }  // namespace
 
-Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet) {
+Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
   Compute c;
   const std::string device = cfg.get_string("train.device");
   const std::string precision = cfg.get_string("train.precision");
@@ -62,7 +57,8 @@ Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet) {
   if (device == "cuda" || (device == "auto" && has_gpu)) {
     pin_gpu_numerics(quiet);
     const int visible = int(torch::cuda::device_count());
-    c.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % visible));
+    const int local = dist::local_rank(world_size);
+    c.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local % visible));
   }
 
   if (precision == "bf16") {
@@ -183,7 +179,7 @@ void check_resume_compute(const std::string& sessions_json, const Compute& compu
 }
 
 Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
-                       int local_rank, std::string* note) {
+                       int world_size, std::string* note) {
   Compute cpu;
   cpu.attention = rc.model.attention;
   // The sessions that trained on a GPU, and what decided their numerics.
@@ -202,7 +198,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
         {"train.device=cuda", "train.precision=" + rc.train.precision,
          "model.attention=" + rc.model.attention,
          fmt::format("model.dropout={}", rc.model.dropout)});
-    gpu = resolve_compute(c, local_rank, /*quiet=*/true);
+    gpu = resolve_compute(c, world_size, /*quiet=*/true);
     here = facts_here(gpu);
   }
   if (here == ran_on) return gpu;

@@ -24,17 +24,14 @@ struct Compute {
 // Whether this libtorch was built with CUDA (Debian's is not).
 bool libtorch_has_cuda();
 
-// This process's rank on its node: OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID,
-// in that order; 0 when none is set (one process).
-int local_rank();
 
 // Resolves `cfg`'s train.device, train.precision and model.attention for this process.
 // model.attention = auto is written back into `cfg` as resolved (it is committed: the genesis
-// must name the kernel the run used); train.device stays as given (not committed). `local_rank`
-// picks the GPU: local rank mod the visible GPUs. On CUDA it pins the numerics first
+// must name the kernel the run used); train.device stays as given (not committed). A process of
+// a job of `world_size` uses GPU (local rank mod visible GPUs), as the NCCL backend does. On CUDA it pins the numerics first
 // (trainer/dist/gpu_determinism.h, deterministic algorithms, no TF32); a nondeterministic
 // kernel is then an error, not a warning.
-Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet);
+Compute resolve_compute(config::Config& cfg, int world_size, bool quiet);
 
 // The compute a verifier replays a run on, from the run's committed config and the device facts
 // its sessions recorded (sessions_json, unsigned: a false claim can only make a verifier refuse
@@ -43,7 +40,7 @@ Compute resolve_compute(config::Config& cfg, int local_rank, bool quiet);
 // with the run's precision; elsewhere, with a tolerance, the CPU in fp32 with the math attention
 // (`note` says so); without one, an error that names both machines and points to --tolerance.
 Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
-                       int local_rank, std::string* note);
+                       int world_size, std::string* note);
 
 // On --resume: the last session's device facts (sessions_json) must be this process's, since
 // train.device is not committed but the arithmetic is part of the trajectory. Throws naming

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <numeric>
 
 #include "core/error.h"
@@ -16,27 +15,16 @@
 
 namespace wit {
 
-namespace {
-
-// Ranks on this node: OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE.
-int local_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
-    if (const char* v = std::getenv(name)) return std::max(1, std::atoi(v));
-  return 1;
-}
-
-}  // namespace
-
 std::unique_ptr<dist::Communicator> device_communicator(dist::Communicator& comm,
                                                         const Compute& compute, bool quiet) {
   if (!compute.is_cuda() || comm.size() == 1) return nullptr;
   const int gpus = int(torch::cuda::device_count());
 #if defined(WIT_HAVE_NCCL) && defined(WIT_TORCH_CUDA)
-  if (local_size() <= gpus) return dist::make_nccl(comm);
+  if (dist::local_size() <= gpus) return dist::make_nccl(comm);
 #endif
   if (!quiet && comm.is_root())
     fmt::print("gradients between GPUs go through {} staged in host memory ({} ranks on {} GPU(s){})\n",
-               comm.backend(), local_size(), gpus,
+               comm.backend(), dist::local_size(), gpus,
 #if defined(WIT_HAVE_NCCL)
                ": NCCL needs a GPU per rank"
 #else

@@ -232,7 +232,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
   // The device, precision and attention kernel, resolved here (model.attention = auto becomes
   // the kernel this run uses, which the genesis commits to).
-  const Compute compute = resolve_compute(run.cfg, local_rank(), quiet);
+  const Compute compute = resolve_compute(run.cfg, comm.size(), quiet);
   const RunConfig rc = run_config_from(run.cfg);
   // Gradients on a GPU travel over NCCL; control messages stay on MPI.
   const std::unique_ptr<dist::Communicator> device_comm =

@@ -99,7 +99,7 @@ config::Config tiny_config(const std::vector<std::string>& sets) {
 TEST(Compute, ResolvesToTheCpuOnACpuLibtorch) {
   if (libtorch_has_cuda()) GTEST_SKIP() << "this libtorch has CUDA";
   auto cfg = tiny_config({"model.attention=auto"});
-  const Compute c = resolve_compute(cfg, 0, true);
+  const Compute c = resolve_compute(cfg, 1, true);
   EXPECT_TRUE(c.device.is_cpu());
   EXPECT_FALSE(c.bf16);
   EXPECT_EQ(c.attention, "math");
@@ -114,7 +114,7 @@ TEST(Compute, RefusesWhatACpuLibtorchCannotRun) {
   auto expect_error = [](std::vector<std::string> sets, const std::string& text) {
     auto cfg = tiny_config(sets);
     try {
-      resolve_compute(cfg, 0, true);
+      resolve_compute(cfg, 1, true);
       ADD_FAILURE() << "accepted: " << sets.front();
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();

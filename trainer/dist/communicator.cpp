@@ -1,5 +1,8 @@
 #include "trainer/dist/communicator.h"
 
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -115,6 +118,39 @@ void check_world_size(int world, int64_t micro_batches) {
       "power of two dividing it (valid: {}){}",
       world, micro_batches, list,
       world > 0 && micro_batches % world == 0 ? "" : "; or change train.micro_batches");
+}
+
+namespace {
+
+// The value of the first of `names` that is set, as a non-negative int; -1 when none is.
+int first_count(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    if (!value) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long r = std::strtol(value, &end, 10);
+    if (end == value || *end != '\0' || errno != 0 || r < 0 || r > INT_MAX)
+      fail("{}='{}' is not a process count or rank", name, value);
+    return int(r);
+  }
+  return -1;
+}
+
+}  // namespace
+
+int local_rank(int world_size) {
+  const int r = first_count({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+  if (r >= 0) return r;
+  if (world_size == 1) return 0;
+  fail(
+      "cannot tell which GPU this process should use: none of OMPI_COMM_WORLD_LOCAL_RANK, "
+      "MPI_LOCALRANKID, SLURM_LOCALID is set (start the job with mpirun or srun)");
+}
+
+int local_size() {
+  const int n = first_count({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"});
+  return n > 0 ? n : 1;
 }
 
 }  // namespace wit::dist

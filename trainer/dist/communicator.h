@@ -83,4 +83,13 @@ std::vector<int> valid_world_sizes(int64_t micro_batches);
 // Throws an Error listing the valid sizes when `world` cannot run M micro-batches canonically.
 void check_world_size(int world, int64_t micro_batches);
 
+// This process's rank on its node, as launchers give it: OMPI_COMM_WORLD_LOCAL_RANK,
+// MPI_LOCALRANKID or SLURM_LOCALID, in that order (MPI launchers first: inside a Slurm allocation
+// mpirun's processes inherit the batch step's SLURM_LOCALID). 0 for a one-process job; throws
+// when none is set in a larger one, or a value is not a rank. Picks a process's GPU.
+int local_rank(int world_size);
+// The number of processes on this node: OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or
+// SLURM_NTASKS_PER_NODE; 1 when none is set.
+int local_size();
+
 }  // namespace wit::dist

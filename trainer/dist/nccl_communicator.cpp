@@ -18,25 +18,6 @@ namespace wit::dist {
 
 namespace {
 
-// The MPI-level rank launchers give a process on its node. MPI launchers first: inside a Slurm
-// allocation, mpirun's processes inherit the batch step's SLURM_LOCALID (0 on every rank).
-int local_rank(int world_size) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    const char* value = std::getenv(name);
-    if (!value) continue;
-    char* end = nullptr;
-    errno = 0;
-    const long r = std::strtol(value, &end, 10);
-    if (end == value || *end != '\0' || errno != 0 || r < 0 || r > INT_MAX)
-      fail("{}='{}' is not a local rank", name, value);
-    return int(r);
-  }
-  if (world_size == 1) return 0;
-  fail(
-      "cannot tell which GPU this process should use: none of OMPI_COMM_WORLD_LOCAL_RANK, "
-      "MPI_LOCALRANKID, SLURM_LOCALID is set (start the job with mpirun or srun)");
-}
-
 // Point-to-point messages travel in pieces of this size whatever the memory on either side, so
 // that a sender staging device memory and a receiver writing host memory post the same messages.
 constexpr size_t kPiece = size_t(64) << 20;

@@ -233,7 +233,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
   // Where to replay: a GPU run exactly only on the same GPU and libraries (said up front).
   std::string compute_note;
   const Compute compute = replay_compute(log.meta.sessions_json, rc, o.tolerance.has_value(),
-                                         local_rank(), &compute_note);
+                                         comm.size(), &compute_note);
   if (!compute_note.empty()) progress("note: " + compute_note);
   model::GPTConfig replay_model = rc.model;
   replay_model.attention = compute.attention;

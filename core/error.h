@@ -15,6 +15,17 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// An Error every process of a job raised at the same point (the processes agreed on it): each
+// exits non-zero, and only the one with `report()` prints it.
+class SharedError : public Error {
+ public:
+  SharedError(const std::string& what, bool report) : Error(what), report_(report) {}
+  bool report() const { return report_; }
+
+ private:
+  bool report_;
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
   throw Error(fmt::format(f, std::forward<Args>(args)...));

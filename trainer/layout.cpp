@@ -105,9 +105,13 @@ class DdpLayout final : public Layout {
     opt_ = OptimizerState::zeros(num_params_, options());
   }
   void load(const std::filesystem::path& file) override {
-    Checkpoint c = load_checkpoint(file);  // every rank verifies the hash of what it loads
-    WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
-              c.info.num_params, num_params_);
+    Checkpoint c;
+    // Every rank verifies the hash of what it loads; a rank that cannot, stops them all.
+    dist::agree_on_errors(comm_, [&] {
+      c = load_checkpoint(file);
+      WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
+                c.info.num_params, num_params_);
+    });
     flat_.copy_(c.params);
     opt_ = {c.m.to(compute_.device), c.v.to(compute_.device), c.info.step};
   }
@@ -237,11 +241,16 @@ class FsdpLayout final : public Layout {
     opt_ = OptimizerState::zeros(shard_size_, options());
   }
   void load(const std::filesystem::path& file) override {
-    if (comm_.is_root()) verify_checkpoint(file);  // one rank streams the whole file's hash
-    comm_.barrier();
-    Checkpoint c = load_checkpoint_range(file, begin_, shard_size_);
-    WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
-              c.info.num_params, num_params_);
+    // One rank streams the whole file's hash; what it finds, every rank acts on.
+    dist::agree_on_errors(comm_, [&] {
+      if (comm_.is_root()) verify_checkpoint(file);
+    });
+    Checkpoint c;
+    dist::agree_on_errors(comm_, [&] {
+      c = load_checkpoint_range(file, begin_, shard_size_);
+      WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
+                c.info.num_params, num_params_);
+    });
     shard_.copy_(c.params);
     opt_ = {c.m.to(compute_.device), c.v.to(compute_.device), c.info.step};
   }

@@ -459,6 +459,8 @@ TrainSummary train(const TrainOptions& opts) {
   auto comm = dist::make_communicator();
   try {
     return train_on(opts, *comm);
+  } catch (const SharedError&) {
+    throw;  // every rank raised it: each ends on its own, rank 0 reports
   } catch (const std::exception& e) {
     if (comm->size() == 1) throw;
     // The other ranks may be waiting in a collective: report, then take the whole job down.

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
     return wit::cli::run_selected(app);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const wit::SharedError& e) {
+    if (e.report()) fmt::print(stderr, "wit: error: {}\n", e.what());
+    return 1;
   } catch (const wit::Error& e) {
     fmt::print(stderr, "wit: error: {}\n", e.what());
     return 1;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
@@ -49,12 +50,8 @@ int check_certificate_file(const VerifyCliOptions& o) {
   return 0;
 }
 
-}  // namespace
-
-int verify(const VerifyCliOptions& o) {
-  if (!o.check_certificate.empty()) return check_certificate_file(o);
-  if (o.run.empty()) fail("wit verify needs a run directory (or --check-certificate FILE)");
-  auto comm = dist::make_communicator();
+// The verification itself, on every rank of the job.
+int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
   const bool root = comm->is_root();
   witness::VerifyOptions v;
   v.run = o.run;
@@ -151,6 +148,28 @@ int verify(const VerifyCliOptions& o) {
   write_file_atomic(o.run / "certificate.txt", summary);
   fmt::print("{}  certificate {} (summary: certificate.txt)\n", verdict, file.string());
   return r.outcome == witness::Outcome::ConsistentWithinTolerance ? kExitWithinTolerance : 0;
+}
+
+}  // namespace
+
+int verify(const VerifyCliOptions& o) {
+  if (!o.check_certificate.empty()) return check_certificate_file(o);
+  if (o.run.empty()) fail("wit verify needs a run directory (or --check-certificate FILE)");
+  auto comm = dist::make_communicator();
+  try {
+    return verify_on(o, comm.get());
+  } catch (const SharedError&) {
+    throw;  // every rank raised it: each ends on its own, rank 0 reports
+  } catch (const std::exception& e) {
+    if (comm->size() == 1) throw;
+    // A failure on this rank alone: the others may be waiting for it in a collective. One
+    // message, then the whole job ends; no rank writes a certificate.
+    fmt::print(stderr, "wit: error (rank {} of {}): {}; ending the verification, no certificate\n",
+               comm->rank(), comm->size(), e.what());
+    std::fflush(stderr);
+    comm->abort(1);
+    throw;
+  }
 }
 
 }  // namespace wit::cli

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
 
@@ -40,6 +41,29 @@ class SingleProcess final : public Communicator {
 void Communicator::reduce_scatter_canonical(float* data, int64_t n) {
   WIT_CHECK(n % size() == 0, "reduce-scatter of {} elements over {} ranks", n, size());
   reduce_scatter_canonical_v(data, std::vector<int64_t>(static_cast<size_t>(size()), n / size()));
+}
+
+void agree_on_errors(Communicator& comm, const std::function<void()>& body) {
+  if (comm.size() == 1) return body();
+  std::string problem;
+  uint8_t failed = 0;
+  try {
+    body();
+  } catch (const Error& e) {
+    problem = e.what();
+    failed = 1;
+  }
+  std::vector<uint8_t> all(size_t(comm.size()));
+  comm.all_gather_bytes(&failed, 1, all.data());
+  for (int r = 0; r < comm.size(); ++r) {
+    if (!all[size_t(r)]) continue;
+    uint64_t n = problem.size();
+    comm.broadcast(&n, sizeof n, r);
+    problem.resize(size_t(n));
+    if (n) comm.broadcast(problem.data(), size_t(n), r);
+    throw SharedError(r == 0 ? problem : fmt::format("rank {} of {}: {}", r, comm.size(), problem),
+                      comm.is_root());
+  }
 }
 
 std::vector<HalvingExchange> halving_schedule(int rank, int size) {

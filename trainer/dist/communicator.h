@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct HalvingExchange {
 std::vector<HalvingExchange> halving_schedule(int rank, int size);
 // Offsets of blocks laid one after another: start[i] .. start[i+1]; checks counts >= 0.
 std::vector<int64_t> block_starts(const std::vector<int64_t>& counts, int size);
+
+// Runs `body` on every rank (collective). When it throws an Error on any rank, every rank throws
+// the same Error, naming the first rank that failed: a failure only some ranks see (a file one
+// rank checks, a disk one host reads) cannot leave the others waiting in the next collective.
+void agree_on_errors(Communicator& comm, const std::function<void()>& body);
 
 // One process: every collective is the identity.
 std::unique_ptr<Communicator> make_single_process();

@@ -3,8 +3,16 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -26,6 +34,98 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
 // MPI counts are ints: large buffers travel in pieces.
 constexpr int64_t kMaxCount = int64_t(1) << 30;
 
+// Seconds a blocking call may make no progress before the job is ended: WIT_COLLECTIVE_TIMEOUT,
+// default 600, 0 = wait forever. A peer whose host or link is gone leaves TCP waiting for many
+// minutes; no rank of a healthy job waits this long for another (checkpoint writes included).
+int collective_timeout_seconds() {
+  const char* v = std::getenv("WIT_COLLECTIVE_TIMEOUT");
+  if (!v || !*v) return 600;
+  char* end = nullptr;
+  const long t = std::strtol(v, &end, 10);
+  if (*end != '\0' || t < 0 || t > 86400 * 7)
+    fail("WIT_COLLECTIVE_TIMEOUT={}: expected whole seconds, 0 (no limit) to 604800", v);
+  return int(t);
+}
+
+// Ends the job when one blocking call of this process has waited longer than the timeout,
+// naming the rank (and host) it waited on. One call at a time is in flight (MPI_THREAD_SERIALIZED).
+class Watchdog {
+ public:
+  Watchdog(int timeout_s, int rank, std::vector<std::string> hosts)
+      : timeout_s_(timeout_s), rank_(rank), hosts_(std::move(hosts)) {
+    if (timeout_s_ > 0) thread_ = std::thread([this] { watch(); });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  // What this process waits in; peer -1: the whole group.
+  void enter(const char* op, int peer) {
+    op_.store(op);
+    peer_.store(peer);
+    since_.store(now_ms());
+  }
+  void leave() { since_.store(0); }
+
+ private:
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; })) {
+      const int64_t since = since_.load();
+      if (since == 0 || now_ms() - since < int64_t(timeout_s_) * 1000) continue;
+      const int peer = peer_.load();
+      const std::string waited =
+          peer >= 0 ? fmt::format("rank {} on host {}", peer, hosts_[size_t(peer)])
+                    : std::string("the other ranks");
+      std::fprintf(stderr,
+                   "wit: rank %d on host %s: %s has waited %d s for %s; that rank or its host "
+                   "(or the link to it) is lost or stalled. Ending the job "
+                   "(WIT_COLLECTIVE_TIMEOUT=%d).\n",
+                   rank_, hosts_[size_t(rank_)].c_str(), op_.load(), timeout_s_, waited.c_str(),
+                   timeout_s_);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);  // MPI_Abort does not return; should it, the process still ends
+    }
+  }
+
+  const int timeout_s_;
+  const int rank_;
+  const std::vector<std::string> hosts_;
+  std::atomic<const char*> op_{""};
+  std::atomic<int> peer_{-1};
+  std::atomic<int64_t> since_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Marks one blocking call for the watchdog.
+class Waiting {
+ public:
+  Waiting(Watchdog* w, const char* op, int peer = -1) : w_(w) {
+    if (w_) w_->enter(op, peer);
+  }
+  ~Waiting() {
+    if (w_) w_->leave();
+  }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+
+ private:
+  Watchdog* w_;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -44,8 +144,11 @@ class MpiCommunicator final : public Communicator {
     WIT_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     WIT_MPI(MPI_Comm_rank(comm_, &rank_));
     WIT_MPI(MPI_Comm_size(comm_, &size_));
+    const int timeout = collective_timeout_seconds();
+    if (size_ > 1 && timeout > 0) watchdog_.emplace(timeout, rank_, host_names());
   }
   ~MpiCommunicator() override {
+    watchdog_.reset();
     MPI_Comm_free(&comm_);
     if (owns_runtime_) MPI_Finalize();
   }
@@ -74,6 +177,7 @@ class MpiCommunicator final : public Communicator {
         packed += counts[size_t(i)];
       }
       for (int64_t i : x.keep) expect += counts[size_t(i)];
+      Waiting w(wd(), "a reduce-scatter", x.partner);
       sendrecv(send_.data(), packed, recv_.data(), expect, x.partner);
       int64_t at = 0;
       for (int64_t i : x.keep) {
@@ -89,6 +193,7 @@ class MpiCommunicator final : public Communicator {
     const int64_t B = n / size_;
     WIT_CHECK(n % size_ == 0, "all-gather of {} elements over {} ranks", n, size_);
     if (size_ == 1) return;
+    Waiting w(wd(), "an all-gather");
     if (B <= kMaxCount) {
       WIT_MPI(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, int(B), MPI_FLOAT, comm_));
       return;
@@ -109,12 +214,14 @@ class MpiCommunicator final : public Communicator {
       at += counts[size_t(r)];
     }
     const bool in_place = mine == all + displ[size_t(rank_)];
+    Waiting w(wd(), "an all-gather");
     WIT_MPI(MPI_Allgatherv(in_place ? MPI_IN_PLACE : mine, c[size_t(rank_)], MPI_FLOAT, all,
                            c.data(), displ.data(), MPI_FLOAT, comm_));
   }
 
   void send(const void* data, size_t bytes, int to) override {
     const char* p = static_cast<const char*>(data);
+    Waiting w(wd(), "a send", to);
     for (size_t off = 0; off < bytes; off += size_t(kMaxCount))
       WIT_MPI(
           MPI_Send(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, to, 1, comm_));
@@ -122,6 +229,7 @@ class MpiCommunicator final : public Communicator {
 
   void recv(void* data, size_t bytes, int from) override {
     char* p = static_cast<char*>(data);
+    Waiting w(wd(), "a receive", from);
     for (size_t off = 0; off < bytes; off += size_t(kMaxCount))
       WIT_MPI(MPI_Recv(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, from, 1,
                        comm_, MPI_STATUS_IGNORE));
@@ -130,6 +238,7 @@ class MpiCommunicator final : public Communicator {
   int recv_any(void* data, size_t bytes) override {
     char* p = static_cast<char*>(data);
     MPI_Status status;
+    Waiting w(wd(), "a receive");
     // The first chunk from whoever is first; the rest from that rank (send() chunks in order).
     WIT_MPI(MPI_Recv(p, int(std::min(size_t(kMaxCount), bytes)), MPI_BYTE, MPI_ANY_SOURCE, 1, comm_,
                      &status));
@@ -142,17 +251,22 @@ class MpiCommunicator final : public Communicator {
 
   void all_gather_bytes(const void* mine, size_t bytes, void* all) override {
     WIT_CHECK(bytes <= size_t(INT_MAX), "all-gather of {} bytes", bytes);
+    Waiting w(wd(), "an all-gather");
     WIT_MPI(MPI_Allgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_));
   }
 
   void broadcast(void* data, size_t bytes, int root) override {
     auto* p = static_cast<char*>(data);
+    Waiting w(wd(), "a broadcast", rank_ == root ? -1 : root);
     for (size_t off = 0; off < bytes; off += size_t(kMaxCount))
       WIT_MPI(
           MPI_Bcast(p + off, int(std::min(size_t(kMaxCount), bytes - off)), MPI_BYTE, root, comm_));
   }
 
-  void barrier() override { WIT_MPI(MPI_Barrier(comm_)); }
+  void barrier() override {
+    Waiting w(wd(), "a barrier");
+    WIT_MPI(MPI_Barrier(comm_));
+  }
 
   void abort(int code) override { MPI_Abort(comm_, code); }
 
@@ -166,7 +280,22 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  // Every rank's host name, in rank order (MPI_Get_processor_name).
+  std::vector<std::string> host_names() {
+    char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len = 0;
+    WIT_MPI(MPI_Get_processor_name(mine, &len));
+    std::vector<char> all(size_t(size_) * MPI_MAX_PROCESSOR_NAME);
+    WIT_MPI(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                          MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_));
+    std::vector<std::string> out;
+    for (int r = 0; r < size_; ++r) out.emplace_back(all.data() + size_t(r) * MPI_MAX_PROCESSOR_NAME);
+    return out;
+  }
+  Watchdog* wd() { return watchdog_ ? &*watchdog_ : nullptr; }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  std::optional<Watchdog> watchdog_;
   int rank_ = 0, size_ = 1;
   bool owns_runtime_ = false;
   bool threads_ok_ = false;

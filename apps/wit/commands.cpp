@@ -9,6 +9,7 @@
 
 #include "apps/wit/inspect.h"
 #include "apps/wit/query.h"
+#include "apps/wit/tokenize.h"
 #include "apps/wit/verify.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -52,6 +53,16 @@ void add_prepare(CLI::App& app) {
       ->check(CLI::Range(uint64_t(1024), uint64_t(1) << 40))
       ->capture_default_str();
   sub->add_flag("--force", o->force, "Replace an existing prepared dataset in --out");
+  sub->add_option("--tokenizer", o->tokenizer,
+                  "Tokenizer of text inputs: byte (one token per byte, vocabulary 257) or gpt2 "
+                  "(GPT-2's byte-level BPE, vocabulary 50,257, the same ids as tiktoken's gpt2; "
+                  "recorded in the manifest with its vocabulary files' digest)")
+      ->check(CLI::IsMember({"byte", "gpt2"}))
+      ->capture_default_str();
+  sub->add_option("--vocab", o->vocab,
+                  "Directory holding GPT-2's encoder.json and vocab.bpe (default: $WIT_GPT2_VOCAB, "
+                  "else where launch/install-deps put them)")
+      ->type_name("DIR");
   actions()[sub] = [o] {
     auto r = data::prepare(*o, [](const std::string& msg) {
       fmt::print("{}\n", msg);
@@ -64,6 +75,33 @@ void add_prepare(CLI::App& app) {
         r.train_tokens, r.val_tokens, r.shards.size(), to_hex(r.root));
     return 0;
   };
+}
+
+void add_tokenize(CLI::App& app) {
+  auto o = std::make_shared<TokenizeOptions>();
+  auto* sub = app.add_subcommand(
+      "tokenize",
+      "Encode text into token ids (printed space-separated), decode ids back into text, or "
+      "list a corpus's documents with their tokens as `wit prepare` makes them.");
+  sub->add_option("input", o->input,
+                  "A file (omitted or -: standard input); with --documents, a corpus as `wit "
+                  "prepare` takes it (omitted: the built-in King James Bible)");
+  sub->add_option("--tokenizer", o->tokenizer, "gpt2 or byte")
+      ->check(CLI::IsMember({"byte", "gpt2"}))
+      ->capture_default_str();
+  sub->add_option("--vocab", o->vocab, "Directory holding GPT-2's encoder.json and vocab.bpe")
+      ->type_name("DIR");
+  sub->add_flag("--decode", o->decode, "Read whitespace-separated ids, write their bytes");
+  sub->add_flag("--documents", o->documents,
+                "One JSON line per document: source, text (text_hex when not UTF-8) and tokens "
+                "(without the end-of-text token prepare puts before each)");
+  sub->add_option("--format", o->format, "With --documents: the corpus format, as for prepare")
+      ->check(CLI::IsMember({"auto", "text", "dir", "jsonl", "kjv"}))
+      ->capture_default_str();
+  sub->add_option("--text-field", o->text_field, "With --documents: the JSONL field of the text")
+      ->capture_default_str();
+  sub->add_flag("--stats", o->stats, "Print bytes, tokens and encoding speed (MB/s) on stderr");
+  actions()[sub] = [o] { return tokenize(*o); };
 }
 
 void add_train(CLI::App& app) {

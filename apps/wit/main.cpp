@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   app.footer("Run `wit SUBCOMMAND --help` for a subcommand's options.");
 
   wit::cli::add_prepare(app);
+  wit::cli::add_tokenize(app);
   wit::cli::add_train(app);
   wit::cli::add_config(app);
   wit::cli::add_keygen(app);

@@ -41,6 +41,7 @@ void write_manifest_h5(const fs::path& path, const Manifest& m) {
   f.set_string_attr("split_rule", m.split_rule);
   f.set_string_attr("source", m.source);
   f.set_string_attr("root", to_hex(m.root));
+  if (m.tokenizer == "gpt2") f.set_string_attr("tokenizer_vocab", to_hex(m.tokenizer_vocab));
 
   size_t s = m.shards.size();
   std::vector<std::string> files(s);
@@ -157,6 +158,9 @@ Digest layout_digest(const Manifest& m) {
   for (const DocumentEntry& d : m.documents)
     h.update_u64(d.split).update_u64(d.shard).update_u64(d.offset).update_u64(d.length).update(
         d.sha256.data(), d.sha256.size());
+  // GPT-2-tokenized text: the vocabulary is part of the layout (older layouts keep their digest).
+  if (m.tokenizer == "gpt2")
+    h.update("tokenizer gpt2").update(m.tokenizer_vocab.data(), m.tokenizer_vocab.size());
   return h.finish();
 }
 
@@ -164,8 +168,8 @@ void validate_manifest(const Manifest& m, const std::string& where) {
   if (m.format_version != kManifestFormatVersion)
     fail("{}: unsupported manifest format_version {} (this wit reads version {})", where,
          m.format_version, kManifestFormatVersion);
-  if (m.tokenizer != "byte" && m.tokenizer != "external")
-    fail("{}: tokenizer is '{}', expected 'byte' or 'external'", where, m.tokenizer);
+  if (m.tokenizer != "byte" && m.tokenizer != "gpt2" && m.tokenizer != "external")
+    fail("{}: tokenizer is '{}', expected 'byte', 'gpt2' or 'external'", where, m.tokenizer);
   if (m.vocab_size < 1 || m.vocab_size > 65536)
     fail("{}: vocab_size {} does not fit uint16 tokens (1..65536)", where, m.vocab_size);
   if (m.eot_token < 0 || m.eot_token >= m.vocab_size)
@@ -173,6 +177,9 @@ void validate_manifest(const Manifest& m, const std::string& where) {
          m.vocab_size);
   if (m.tokenizer == "byte" && (m.vocab_size != 257 || m.eot_token != 256))
     fail("{}: the byte tokenizer has vocab_size 257 and eot_token 256, manifest says {} and {}",
+         where, m.vocab_size, m.eot_token);
+  if (m.tokenizer == "gpt2" && (m.vocab_size != 50257 || m.eot_token != 50256))
+    fail("{}: the gpt2 tokenizer has vocab_size 50257 and eot_token 50256, manifest says {} and {}",
          where, m.vocab_size, m.eot_token);
   if (!(m.val_fraction >= 0.0 && m.val_fraction < 1.0))
     fail("{}: val_fraction {} is not in [0, 1)", where, m.val_fraction);
@@ -263,6 +270,12 @@ Manifest read_manifest(const fs::path& path) {
   m.split_rule = f.string_attr("split_rule");
   m.source = f.string_attr("source");
   m.root = digest_from_hex(f.string_attr("root"), where + ": attribute root");
+  if (m.tokenizer == "gpt2") {
+    if (!f.has_attr("tokenizer_vocab"))
+      fail("{}: tokenizer gpt2 without the attribute tokenizer_vocab", where);
+    m.tokenizer_vocab =
+        digest_from_hex(f.string_attr("tokenizer_vocab"), where + ": attribute tokenizer_vocab");
+  }
 
   h5::Group shards = f.open_group("shards");
   std::vector<std::string> files = shards.read_strings("file");

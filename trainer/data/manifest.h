@@ -4,7 +4,8 @@
 // HDF5 layout (readable by h5py / h5dump; latest file format, so its metadata is checksummed;
 // every string fixed-length):
 //   /                  attributes: format_version, tokenizer, vocab_size, eot_token, split_seed,
-//                      val_fraction, split_rule, source, root (64 hex digits)
+//                      val_fraction, split_rule, source, root (64 hex digits); with tokenizer
+//                      gpt2 also tokenizer_vocab (64 hex digits: the vocabulary files' digest)
 //   /shards/file       (S,) fixed-length UTF-8 strings: file names inside the data dir
 //   /shards/split      (S,) uint8: 0 train, 1 val
 //   /shards/tokens     (S,) uint64
@@ -62,7 +63,8 @@ struct DocumentEntry {
 
 struct Manifest {
   int format_version = kManifestFormatVersion;
-  std::string tokenizer;  // "byte" or "external"
+  std::string tokenizer;  // "byte", "gpt2" (wit prepare's) or "external" (llm.c shards)
+  Digest tokenizer_vocab{};  // gpt2: Gpt2Tokenizer::vocab_digest() of the files that tokenized it
   int vocab_size = 0;
   int eot_token = 0;
   uint64_t split_seed = 0;

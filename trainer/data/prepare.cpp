@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "trainer/data/corpus.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/manifest.h"
 #include "trainer/data/shard.h"
 #include "trainer/data/split.h"
@@ -21,8 +22,6 @@ namespace {
 
 using Progress = std::function<void(const std::string&)>;
 
-constexpr int kGpt2VocabSize = 50257;
-constexpr uint16_t kGpt2Eot = 50256;
 constexpr size_t kProgressEvery = 100'000;  // documents between progress lines
 
 void say(const Progress& progress, const std::string& line) {
@@ -94,8 +93,8 @@ class SplitShards {
 // depend on all documents, see split.h), the second writes the shards. Only hashes and lengths
 // are kept in memory in between.
 Manifest prepare_text(const PrepareOptions& o, const std::string& format, const fs::path& tmp,
-                      const std::string& input_name, PrepareReport& report,
-                      const Progress& progress) {
+                      const std::string& input_name, const Gpt2Tokenizer* gpt2,
+                      PrepareReport& report, const Progress& progress) {
   std::vector<Digest> shas;
   say(progress, fmt::format("reading documents from {}", input_name));
   read_documents(o.input, format, o.text_field, [&](Document&& d) {
@@ -124,7 +123,14 @@ Manifest prepare_text(const PrepareOptions& o, const std::string& format, const 
     if (d.text.empty()) return;
     if (k >= shas.size() || sha256(d.text) != shas[k])
       fail("{} changed while it was being prepared (document {}, {})", input_name, k, d.source);
-    std::vector<uint16_t> tokens = encode_document(d.text);
+    std::vector<uint16_t> tokens;
+    if (gpt2) {
+      tokens.push_back(kGpt2Eot);
+      const std::vector<uint16_t> body = gpt2->encode(d.text);
+      tokens.insert(tokens.end(), body.begin(), body.end());
+    } else {
+      tokens = encode_document(d.text);
+    }
     auto [shard, offset] = (splits[k] == kSplitVal ? val : train).add(tokens);
     m.documents.push_back(DocumentEntry{k, splits[k], shard, offset, tokens.size(), shas[k]});
     ++k;
@@ -143,9 +149,16 @@ Manifest prepare_text(const PrepareOptions& o, const std::string& format, const 
     if (d.split == kSplitVal) d.shard += train_shards;
   m.shards.insert(m.shards.end(), val_shards.begin(), val_shards.end());
 
-  m.tokenizer = "byte";
-  m.vocab_size = kByteVocabSize;
-  m.eot_token = kByteEot;
+  if (gpt2) {
+    m.tokenizer = "gpt2";
+    m.tokenizer_vocab = gpt2->vocab_digest();
+    m.vocab_size = kGpt2VocabSize;
+    m.eot_token = kGpt2Eot;
+  } else {
+    m.tokenizer = "byte";
+    m.vocab_size = kByteVocabSize;
+    m.eot_token = kByteEot;
+  }
   m.split_seed = o.seed;
   m.val_fraction = o.val_fraction;
   m.split_rule = kSplitRuleHash;
@@ -318,8 +331,18 @@ PrepareReport prepare(const PrepareOptions& o, const Progress& progress) {
   if (o.shard_tokens < 1 || o.shard_tokens > kShardMaxTokens)
     fail("prepare: shard_tokens must be in [1, {}], got {}", kShardMaxTokens, o.shard_tokens);
 
+  if (o.tokenizer != "byte" && o.tokenizer != "gpt2")
+    fail("prepare: tokenizer '{}' is not one of byte, gpt2", o.tokenizer);
+
   PrepareReport report;
   report.format = resolve_format(o.input, o.format);
+  if (report.format == "llmc" && o.tokenizer != "byte")
+    fail("prepare: {} holds llm.c shards, which are tokenized already; --tokenizer applies to "
+         "text inputs",
+         o.input.string());
+  // Before anything is written: a missing or altered vocabulary stops here.
+  std::unique_ptr<Gpt2Tokenizer> gpt2;
+  if (o.tokenizer == "gpt2") gpt2 = Gpt2Tokenizer::load(gpt2_vocab_dir(o.vocab));
   std::error_code ec;
   fs::path out = fs::absolute(o.out, ec).lexically_normal();
   if (ec) fail("prepare: bad output path {}: {}", o.out.string(), ec.message());
@@ -338,7 +361,8 @@ PrepareReport prepare(const PrepareOptions& o, const Progress& progress) {
   Manifest m;
   try {
     m = report.format == "llmc" ? prepare_llmc(o, tmp, report, progress)
-                                : prepare_text(o, report.format, tmp, input_name, report, progress);
+                                : prepare_text(o, report.format, tmp, input_name, gpt2.get(), report,
+                                               progress);
     m.source = o.input.empty() ? "kjv" : o.input.string();
     m.root = manifest_root(m);
     write_manifest(tmp / kManifestFile, m);  // last: the dir is complete once it exists

@@ -1,8 +1,9 @@
 // `wit prepare`: turns a corpus into a prepared data dir: llm.c token shards (train_000000.bin,
 // val_000000.bin, ...) and, written last, manifest.h5. A dir is complete iff it has a manifest.
 //
-// Text inputs (text, dir, jsonl, kjv) use the byte tokenizer: each document contributes
-// [EOT] + its canonical bytes (trainer/data/corpus.h), whole, to one shard of its split
+// Text inputs (text, dir, jsonl, kjv) use the byte tokenizer (each document contributes [EOT] +
+// its canonical bytes, trainer/data/corpus.h) or GPT-2's ([50256] + its GPT-2 tokens), whole, to
+// one shard of its split
 // (trainer/data/split.h); a shard is closed when the next document would take it past
 // shard_tokens (a longer document gets a shard of its own). Document ids follow input order.
 //
@@ -44,6 +45,8 @@ struct PrepareOptions {
   uint64_t seed = 1337;        // split seed
   uint64_t shard_tokens = 100'000'000;  // 1 .. 2^31 - 1
   bool force = false;                   // replace an already prepared `out`
+  std::string tokenizer = "byte";       // text inputs: byte|gpt2 (gpt2_tokenizer.h)
+  fs::path vocab;                       // gpt2: the vocabulary dir (empty: gpt2_vocab_dir's default)
 };
 
 struct PrepareReport {

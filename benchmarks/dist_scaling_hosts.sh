@@ -3,7 +3,7 @@
 # N = 2, where the two ranks are two "hosts" (network namespaces on a private bridge,
 # tests/dist/netns_hosts.sh) talking over TCP, on the same two cores as the single-host figure.
 # Three alternating rounds; the median ratio is reported, with the time in collectives and the
-# bytes a step sends per rank against the recursive-halving schedule's minimum.
+# bytes a step sends per rank, on the wire, against the recursive-halving schedule's minimum.
 # Needs root. Usage: benchmarks/dist_scaling_hosts.sh [DATA_DIR]
 # WIT_BIND=core binds each rank to a core as launch/mpi-hostfile does on real machines; every
 # namespace "host" then picks core 0 (default: none).
@@ -25,9 +25,19 @@ for round in 1 2 3; do
   echo "round $round N=1: $one"; echo "round $round N=2 (2 hosts, TCP): $two"
   runs+=("$one" "$two")
 done
-python3 - "${runs[@]}" <<'PY'
+# Bytes on the wire: host 2's eth0 (rank 1's sends with their TCP/IP headers, and its Open MPI
+# daemon's) over an N=2 run of 1 and of 5 timed steps; the difference is 4 steps' worth.
+tx() { ip netns exec "${hosts_prefix}h2" cat /sys/class/net/eth0/statistics/tx_bytes; }
+wire=()
+for steps in 1 5; do
+  before=$(tx)
+  on_host 1 mpirun --hostfile "$work/hosts2" -np 2 --bind-to "${WIT_BIND:-none}" "$(pwd)/$bench" --mode ddp --data "$data" --steps $steps "${compute[@]}" >/dev/null
+  wire+=($(( $(tx) - before )))
+done
+python3 - "$(( (wire[1] - wire[0]) / 4 ))" "${runs[@]}" <<'PY'
 import json, sys
-runs = [json.loads(a) for a in sys.argv[1:]]
+wire = int(sys.argv[1])
+runs = [json.loads(a) for a in sys.argv[2:]]
 ratios = sorted((runs[i + 1]["tokens_per_s"] / runs[i]["tokens_per_s"], i) for i in range(0, len(runs), 2))
 ratio, i = ratios[len(ratios) // 2]
 one, two = runs[i], runs[i + 1]
@@ -38,4 +48,6 @@ print(f"\nscaling over TCP between 2 hosts: {ratio:.2f}x the tokens/s of 1 (medi
       f"{', '.join(f'{r:.2f}' for r, _ in ratios)}; {one['tokens_per_s']:.0f} -> {two['tokens_per_s']:.0f})")
 print(f"time in collectives: {100 * two['comm_s'] / two['step_s']:.1f}% of the N=2 step; the "
       f"schedule's minimum is {4 * P / 2**20:.1f} MiB sent per rank per step ({P / 1e6:.1f}M fp32 gradients)")
+print(f"measured on host 2's eth0: {wire / 2**20:.1f} MiB sent per step, {wire / (4 * P):.3f}x the minimum "
+      f"(TCP/IP headers and Open MPI's framing included)")
 PY

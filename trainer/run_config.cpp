@@ -40,6 +40,10 @@ const config::Schema& run_schema() {
     s.add_int("train", "seed", 1, "run seed: init and dropout", 0, 9.2e18);
     s.add_int("train", "threads", 1, "intra-op CPU threads", 1, 1024);
     s.add_int("train", "log_every", 10, "steps between progress lines", 1, 1e12);
+    s.add_int("train", "sample_every", 0,
+              "steps between short text samples printed by rank 0, and one at the end (0: none); "
+              "not committed: a sample draws from a generator of its own and changes nothing",
+              0, 1e12);
     s.add_int("train", "eval_every", 100, "steps between val evaluations (0: end only)", 0, 1e12);
     s.add_int("train", "eval_batches", 8, "val micro-batches per evaluation", 1, 1 << 20);
     s.add_int("train", "checkpoint_every", 100, "steps between checkpoints (0: end only)", 0, 1e12);
@@ -94,6 +98,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.train.seed = uint64_t(c.get_int("train.seed"));
   r.train.threads = c.get_int("train.threads");
   r.train.log_every = c.get_int("train.log_every");
+  r.train.sample_every = c.get_int("train.sample_every");
   r.train.eval_every = c.get_int("train.eval_every");
   r.train.eval_batches = c.get_int("train.eval_batches");
   r.train.checkpoint_every = c.get_int("train.checkpoint_every");
@@ -153,7 +158,7 @@ config::Config parse_committed(const std::string& yaml, const std::string& origi
 
 const std::vector<std::string>& resume_mutable_keys() {
   static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every",
-                                                "train.device"};
+                                                "train.sample_every", "train.device"};
   return keys;
 }
 

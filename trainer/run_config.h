@@ -28,6 +28,7 @@ struct TrainConfig {
   std::string device = "auto";   // auto | cpu | cuda (trainer/compute.h resolves auto)
   std::string precision = "fp32";  // fp32 | bf16
   int64_t log_every = 10;
+  int64_t sample_every = 0;  // 0: no text samples while training
   int64_t eval_every = 100;
   int64_t eval_batches = 8;
   int64_t checkpoint_every = 100;

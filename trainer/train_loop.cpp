@@ -16,8 +16,11 @@
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
+#include "trainer/data/gpt2_tokenizer.h"
+#include "trainer/data/tokenizer.h"
 #include "trainer/compute.h"
 #include "trainer/device_comm.h"
+#include "trainer/generate.h"
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/layout.h"
 #include "trainer/run_config.h"
@@ -144,8 +147,8 @@ ResolvedRun resolve(const TrainOptions& o) {
       if (std::find(ok.begin(), ok.end(), key) == ok.end() && schema.find(key))
         fail(
             "--set {}: cannot change {} when resuming: the run's witness log committed to it "
-            "(changeable: data.dir, dist.mode, train.log_every, train.device)",
-            ov, key);
+            "(changeable: {})",
+            ov, key, fmt::join(ok, ", "));
     }
     return {config::Config::load(cfg_file, schema, o.overrides), o.run_dir};
   }
@@ -386,6 +389,36 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     summary.val_loss = val;
   };
 
+  // Text samples (train.sample_every), decoded with the dataset's tokenizer. They change nothing
+  // the step uses: no gradients, and draws from a generator of their own.
+  const bool sampling = rc.train.sample_every > 0 && !opts.quiet;
+  const std::string sample_tokenizer = dataset.manifest().tokenizer;
+  std::unique_ptr<data::Gpt2Tokenizer> sample_gpt2;
+  if (sampling && is_root && sample_tokenizer == "gpt2")
+    sample_gpt2 = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
+  auto print_sample = [&] {  // collective
+    const torch::Tensor params = layout->full_params();
+    if (!is_root) return;
+    if (sample_tokenizer == "external") {
+      if (steps_done() == total)
+        fmt::print("sample: none (the data was tokenized outside wit, with a tokenizer it does not know)\n");
+      return;
+    }
+    const uint16_t eot = uint16_t(dataset.manifest().eot_token);
+    SampleOptions so;
+    so.tokens = 64;
+    so.seed = uint64_t(steps_done());
+    so.stop_token = eot;
+    so.vocab = dataset.vocab_size();
+    std::string text;
+    Sampler(rc.model, params).generate({eot}, so, [&](uint16_t t) {
+      if (t != eot) text += sample_gpt2 ? sample_gpt2->token_bytes(t) : data::decode_bytes(&t, 1);
+      return true;
+    });
+    fmt::print("step {:>6}/{} | sample:\n{}\n", steps_done(), total, text);
+    std::fflush(stdout);
+  };
+
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   const auto run_start = Clock::now();
@@ -431,6 +464,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     if (rc.fingerprint_after(steps_done())) fingerprint();
     if (rc.eval_after(steps_done()) && steps_done() != total) eval();
     if (rc.checkpoint_after(steps_done()) && !last) checkpoint();
+    if (sampling && steps_done() % rc.train.sample_every == 0 && !last) print_sample();
   }
   if (saved_step != steps_done()) checkpoint();
   summary.steps_done = steps_done();
@@ -444,6 +478,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     if (!quiet) fmt::print("run {} was already complete\n", dir.string());
   } else if (steps_done() == total) {
     eval();
+    if (sampling) print_sample();
     record([&](witness::LogWriter& w) { w.sign(); });
     summary.model_file = model_file;
     layout->export_model(model_file, {{"format", "pt"},

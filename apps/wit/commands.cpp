@@ -9,6 +9,7 @@
 
 #include "apps/wit/inspect.h"
 #include "apps/wit/query.h"
+#include "apps/wit/sample.h"
 #include "apps/wit/tokenize.h"
 #include "apps/wit/verify.h"
 #include "core/error.h"
@@ -102,6 +103,34 @@ void add_tokenize(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--stats", o->stats, "Print bytes, tokens and encoding speed (MB/s) on stderr");
   actions()[sub] = [o] { return tokenize(*o); };
+}
+
+void add_sample(CLI::App& app) {
+  auto o = std::make_shared<SampleCliOptions>();
+  auto* sub = app.add_subcommand(
+      "sample",
+      "Generate text from a run's model (model.safetensors, or a checkpoint), decoded with the "
+      "tokenizer the run's data was prepared with. Stops at the end-of-text token.");
+  sub->add_option("run", o->run, "The run directory")->required();
+  sub->add_option("--prompt,-p", o->prompt, "Text to continue (default: none; starts a document)");
+  sub->add_option("--tokens,-n", o->tokens, "New tokens at most")->capture_default_str();
+  sub->add_option("--temperature,-t", o->temperature,
+                  "Divides the logits; 0 is greedy (always the most likely token)")
+      ->capture_default_str();
+  sub->add_option("--top-k,-k", o->top_k, "Draw from the k most likely tokens (0: all)")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of the draws: the same seed, the same text")
+      ->capture_default_str();
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "Sample from a checkpoint instead of model.safetensors: a step number or a file")
+      ->type_name("STEP|FILE");
+  sub->add_option("--tokenizer", o->tokenizer,
+                  "byte or gpt2 (default: what the run's dataset manifest records)")
+      ->check(CLI::IsMember({"byte", "gpt2"}));
+  sub->add_option("--vocab", o->vocab, "Directory holding GPT-2's encoder.json and vocab.bpe")
+      ->type_name("DIR");
+  sub->add_flag("--stats", o->stats, "Print tokens per second on stderr");
+  actions()[sub] = [o] { return sample(*o); };
 }
 
 void add_train(CLI::App& app) {

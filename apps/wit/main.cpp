@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   wit::cli::add_prepare(app);
   wit::cli::add_tokenize(app);
   wit::cli::add_train(app);
+  wit::cli::add_sample(app);
   wit::cli::add_config(app);
   wit::cli::add_keygen(app);
   wit::cli::add_inspect(app);

@@ -22,7 +22,8 @@ model::GPTConfig config_file_model(const std::string& name) {
 TEST(ParamCount, EveryShippedConfigHasItsPublishedSize) {
   const std::vector<std::pair<std::string, int64_t>> expected = {
       {"gpt2-124m", 124'439'808},   {"gpt2-350m", 354'823'168}, {"gpt2-774m", 774'030'080},
-      {"gpt2-1.5b", 1'557'611'200}, {"gpt-2b", 2'119'358'464},  {"tiny", 3'290'880}};
+      {"gpt2-1.5b", 1'557'611'200}, {"gpt-2b", 2'119'358'464},  {"tiny", 3'290'880},
+      {"gpt2-124m-kjv", 124'439'808}};
   for (auto& [name, count] : expected) {
     auto cfg = config_file_model(name);
     EXPECT_EQ(model::gpt_param_count(cfg), count) << name;

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# GPT-2 tokenizer and sampling speed:
+#   1. encoding throughput on one core (taskset -c 0) over every document of the built-in
+#      corpus: wit's tokenizer (`wit tokenize --documents --stats`, encoding time only) against
+#      tiktoken's WASM build run by node on the same documents (tests/text/tiktoken_ids.cjs
+#      bench), alternating, five rounds each; the median of each and their ratio;
+#   2. `wit prepare --tokenizer gpt2` end to end on the corpus, against the byte tokenizer;
+#   3. `wit sample` tokens/s from a GPT-2 small (124M) model (one tiny training step), 256
+#      tokens, greedy and at temperature 1.
+# Usage: benchmarks/tokenizer_speed.sh   (after launch/build; needs launch/install-deps' npm parts)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+wit=${WIT_BUILD_DIR:-build}/apps/wit/wit
+export NODE_PATH=$PWD/deps/node_modules
+work=$(mktemp -d /tmp/wit-tok-bench-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export WIT_SIGNING_KEY="$work/key.pem"
+"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
+
+"$wit" tokenize --documents >"$work/docs.jsonl"
+wit_runs=() ref_runs=()
+for round in 1 2 3 4 5; do
+  w=$(taskset -c 0 "$wit" tokenize --documents --stats 2>&1 >/dev/null | sed -n 's/.*(\([0-9.]*\) MB\/s.*/\1/p')
+  r=$(taskset -c 0 node tests/text/tiktoken_ids.cjs bench "$work/docs.jsonl" | sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
+  echo "round $round: wit $w MB/s, tiktoken (WASM) $r MB/s"
+  wit_runs+=("$w") ref_runs+=("$r")
+done
+median() { printf '%s\n' "$@" | sort -g | sed -n 3p; }
+w=$(median "${wit_runs[@]}") r=$(median "${ref_runs[@]}")
+echo "encoding, one core, $(stat -c %s "$work/docs.jsonl" | awk '{printf "%.1f", $1/1e6}') MB of JSON lines ($(wc -l <"$work/docs.jsonl") documents): wit $w MB/s, tiktoken $r MB/s: $(awk -v a="$w" -v b="$r" 'BEGIN{printf "%.2f", a/b}')x"
+
+for tok in byte gpt2; do
+  start=$(date +%s.%N)
+  "$wit" prepare --tokenizer $tok --out "$work/data-$tok" >"$work/prepare-$tok.out"
+  echo "prepare --tokenizer $tok: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.2f", e-s}') s end to end, $(tail -2 "$work/prepare-$tok.out" | head -1 | sed 's/.*), //')"
+done
+
+"$wit" train configs/gpt2-124m-kjv.yaml --set data.dir="$work/data-gpt2" --set train.steps=1 \
+  --set train.micro_batches=1 --set train.micro_batch_size=1 --set data.seq_len=32 \
+  --set train.eval_batches=1 --set train.threads="$(nproc)" --out "$work/run" -q >/dev/null
+for t in 0 1; do
+  "$wit" sample "$work/run" -p "And God said" -n 256 -t $t --stats 2>&1 >/dev/null | sed "s/^/sample 124M, temperature $t: /"
+done

@@ -41,3 +41,10 @@ done
 for t in 0 1; do
   "$wit" sample "$work/run" -p "And God said" -n 256 -t $t --stats 2>&1 >/dev/null | sed "s/^/sample 124M, temperature $t: /"
 done
+# What bounds sampling: each token reads every fp32 weight once (4 bytes x 124M).
+/usr/bin/python3 -c "
+import numpy as np, time
+a = np.ones(125_000_000, np.float32); a.sum()
+t = time.perf_counter()
+for _ in range(5): a.sum()
+print(f'memory: one core reads {a.nbytes / ((time.perf_counter() - t) / 5) / 1e9:.1f} GB/s (numpy sum of 500 MB)')"

@@ -6,7 +6,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <vector>
 
+#include "apps/wit/board.h"
 #include "apps/wit/inspect.h"
 #include "apps/wit/query.h"
 #include "apps/wit/sample.h"
@@ -131,6 +133,33 @@ void add_sample(CLI::App& app) {
       ->type_name("DIR");
   sub->add_flag("--stats", o->stats, "Print tokens per second on stderr");
   actions()[sub] = [o] { return sample(*o); };
+}
+
+void add_board(CLI::App& app) {
+  auto* board = app.add_subcommand(
+      "board",
+      "The leaderboard of certified runs: its tracks (what entries compete on) and which runs may "
+      "enter them.");
+  board->require_subcommand(1);
+  auto tracks_file = std::make_shared<std::filesystem::path>();
+  auto runs = std::make_shared<std::vector<std::filesystem::path>>();
+  auto* tracks = board->add_subcommand(
+      "tracks",
+      "List the tracks of a tracks file (YAML: dataset, model family and parameter budget, token "
+      "budget, evaluation); with runs, say which tracks each may enter and why not the others "
+      "(exit 1 when a run may enter none).");
+  tracks->add_option("file", *tracks_file, "The tracks file (e.g. configs/board/tracks.yaml)")
+      ->required();
+  tracks->add_option("runs", *runs, "Run directories (or witness logs) to check");
+  auto data_dir = std::make_shared<std::filesystem::path>();
+  auto* dataset = board->add_subcommand(
+      "dataset", "Print a prepared dataset's manifest root, data layout and tokenizer as a track's "
+                 "dataset entry");
+  dataset->add_option("dir", *data_dir, "A prepared data directory")->required();
+  actions()[board] = [board, tracks, tracks_file, runs, data_dir] {
+    if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
+    return board_dataset(*data_dir);
+  };
 }
 
 void add_train(CLI::App& app) {

@@ -8,6 +8,7 @@ namespace wit::cli {
 void add_prepare(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_sample(CLI::App& app);
+void add_board(CLI::App& app);
 void add_train(CLI::App& app);
 void add_config(CLI::App& app);
 void add_inspect(CLI::App& app);

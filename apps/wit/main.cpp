@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   wit::cli::add_inspect(app);
   wit::cli::add_query(app);
   wit::cli::add_verify(app);
+  wit::cli::add_board(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,55 @@
+#include "apps/wit/board.h"
+
+#include <fmt/format.h>
+
+#include "board/track.h"
+#include "core/error.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/manifest.h"
+#include "witness/log/reader.h"
+
+namespace wit::cli {
+
+namespace fs = std::filesystem;
+
+int board_tracks(const fs::path& file, const std::vector<fs::path>& runs) {
+  const std::vector<board::Track> tracks = board::load_tracks(file);
+  if (runs.empty()) {
+    for (const board::Track& t : tracks)
+      fmt::print(
+          "{}: {}\n  dataset {} ({} tokens, layout {}), {} models up to {} parameters, up to {} "
+          "training tokens, ranked by {} {} over {} sequences of {} tokens\n",
+          t.id, t.title, to_hex(t.manifest_root).substr(0, 16), t.tokenizer,
+          to_hex(t.data_layout).substr(0, 16), t.family, t.max_params, t.max_tokens, t.split,
+          t.metric, t.eval_sequences, t.eval_seq_len);
+    return 0;
+  }
+  int status = 0;
+  for (const fs::path& run : runs) {
+    const fs::path log_file = fs::is_directory(run) ? run / "witness.h5" : run;
+    if (!fs::exists(log_file)) fail("{} has no witness log ({})", run.string(), log_file.string());
+    const witness::WitnessLog log = witness::read_log(log_file);
+    bool any = false;
+    for (const board::Track& t : tracks) {
+      const std::vector<std::string> problems = board::entry_problems(t, log.meta);
+      if (problems.empty()) {
+        fmt::print("{}: may enter {}\n", run.string(), t.id);
+        any = true;
+      } else {
+        fmt::print("{}: may not enter {}: {}\n", run.string(), t.id, fmt::join(problems, "; "));
+      }
+    }
+    if (!any) status = 1;
+  }
+  return status;
+}
+
+int board_dataset(const fs::path& dir) {
+  const data::Dataset d = data::Dataset::open(dir);
+  const data::Manifest& m = d.manifest();
+  fmt::print("dataset: {{manifest_root: {}, data_layout: {}, tokenizer: {}}}\n", to_hex(m.root),
+             to_hex(data::layout_digest(m)), m.tokenizer);
+  return 0;
+}
+
+}  // namespace wit::cli

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+#include <cstdio>
+
+#include "board/server.h"
+#include "board/site.h"
 #include "board/track.h"
 #include "core/error.h"
 #include "trainer/data/dataset.h"
@@ -49,6 +54,30 @@ int board_dataset(const fs::path& dir) {
   const data::Manifest& m = d.manifest();
   fmt::print("dataset: {{manifest_root: {}, data_layout: {}, tokenizer: {}}}\n", to_hex(m.root),
              to_hex(data::layout_digest(m)), m.tokenizer);
+  return 0;
+}
+
+int board_serve(const fs::path& tracks_file, const std::string& listen, int threads) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == listen.size() ||
+      listen.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+      std::stoul(listen.substr(colon + 1)) > 65535)
+    fail("--listen {}: expected HOST:PORT, e.g. 127.0.0.1:8080", listen);
+  if (threads < 1 || threads > 256) fail("--threads {}: expected 1 to 256", threads);
+  board::ServerOptions o;
+  o.host = listen.substr(0, colon);
+  o.port = uint16_t(std::stoul(listen.substr(colon + 1)));
+  o.threads = threads;
+  const board::Site site(board::load_tracks(tracks_file));
+  board::Server server(site, o);
+  server.stop_on_interrupt([](int sig) {
+    fmt::print("wit board: {}, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
+    std::fflush(stdout);
+  });
+  fmt::print("wit board: serving {} on http://{}:{}/ (Ctrl-C to stop)\n", tracks_file.string(),
+             o.host, server.port());
+  std::fflush(stdout);
+  server.run();
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // `wit board`: the leaderboard's operator tools. `tracks` lists a tracks file's tracks and says
 // which of them given runs may enter; `dataset` prints a prepared dataset's identity in the
-// form a track takes it.
+// form a track takes it; `serve` runs the board's web server.
 #pragma once
 
 #include <filesystem>
@@ -10,5 +10,7 @@ namespace wit::cli {
 
 int board_tracks(const std::filesystem::path& tracks, const std::vector<std::filesystem::path>& runs);
 int board_dataset(const std::filesystem::path& dir);
+// Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM.
+int board_serve(const std::filesystem::path& tracks, const std::string& listen, int threads);
 
 }  // namespace wit::cli

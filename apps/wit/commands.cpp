@@ -156,8 +156,18 @@ void add_board(CLI::App& app) {
       "dataset", "Print a prepared dataset's manifest root, data layout and tokenizer as a track's "
                  "dataset entry");
   dataset->add_option("dir", *data_dir, "A prepared data directory")->required();
-  actions()[board] = [board, tracks, tracks_file, runs, data_dir] {
+  auto serve_tracks = std::make_shared<std::filesystem::path>();
+  auto listen = std::make_shared<std::string>("127.0.0.1:8080");
+  auto threads = std::make_shared<int>(2);
+  auto* serve = board->add_subcommand(
+      "serve", "Serve the board's pages (HTML, no JavaScript needed) and JSON API (/api/) until "
+               "interrupted");
+  serve->add_option("--tracks", *serve_tracks, "The tracks file")->required();
+  serve->add_option("--listen", *listen, "HOST:PORT to listen on")->capture_default_str();
+  serve->add_option("--threads", *threads, "Threads serving requests")->capture_default_str();
+  actions()[board] = [=] {
     if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
+    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *listen, *threads);
     return board_dataset(*data_dir);
   };
 }

@@ -1,0 +1,130 @@
+#include "board/site.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace wit::board {
+
+namespace {
+
+nlohmann::json track_json(const Track& t) {
+  return {{"id", t.id},
+          {"title", t.title},
+          {"dataset",
+           {{"manifest_root", to_hex(t.manifest_root)},
+            {"data_layout", to_hex(t.data_layout)},
+            {"tokenizer", t.tokenizer}}},
+          {"model", {{"family", t.family}, {"max_params", t.max_params}}},
+          {"budget", {{"max_tokens", t.max_tokens}}},
+          {"eval",
+           {{"split", t.split},
+            {"metric", t.metric},
+            {"seq_len", t.eval_seq_len},
+            {"sequences", t.eval_sequences}}}};
+}
+
+Response json(int status, const nlohmann::json& j) {
+  return {status, "application/json", j.dump(2) + "\n"};
+}
+
+Response api_error(int status, const std::string& message) {
+  return json(status, {{"error", message}});
+}
+
+std::string page(const std::string& title, const std::string& body) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<title>{0} · wit board</title>\n"
+      "<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}}"
+      "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3em .6em;"
+      "text-align:left}}code{{font-size:90%}}</style>\n</head>\n<body>\n"
+      "<nav><a href=\"/\">wit board</a></nav>\n<h1>{0}</h1>\n{1}</body>\n</html>\n",
+      html_escape(title), body);
+}
+
+std::string track_rules_html(const Track& t) {
+  return fmt::format(
+      "<table>\n"
+      "<tr><th>dataset</th><td>manifest root <code>{}</code>, layout <code>{}</code> ({} "
+      "tokens)</td></tr>\n"
+      "<tr><th>model</th><td>{}, at most {} parameters</td></tr>\n"
+      "<tr><th>budget</th><td>at most {} training tokens</td></tr>\n"
+      "<tr><th>ranked by</th><td>{} {} over {} sequences of {} tokens</td></tr>\n"
+      "</table>\n",
+      to_hex(t.manifest_root), to_hex(t.data_layout), html_escape(t.tokenizer),
+      html_escape(t.family), t.max_params, t.max_tokens, html_escape(t.split),
+      html_escape(t.metric), t.eval_sequences, t.eval_seq_len);
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+Site::Site(std::vector<Track> tracks) : tracks_(std::move(tracks)) {}
+
+const Track* Site::find(const std::string& id) const {
+  for (const Track& t : tracks_)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+Response Site::handle(const Request& r) const {
+  const std::string path = r.target.substr(0, r.target.find('?'));
+  const bool api = path.rfind("/api/", 0) == 0;
+  if (r.method != "GET" && r.method != "HEAD") {
+    Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
+                       : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};
+    return out;
+  }
+  if (path == "/api/tracks") {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Track& t : tracks_) list.push_back(track_json(t));
+    return json(200, {{"tracks", list}});
+  }
+  if (path.rfind("/api/tracks/", 0) == 0) {
+    const std::string id = path.substr(12);
+    const Track* t = find(id);
+    if (!t) return api_error(404, fmt::format("no track '{}'", id));
+    return json(200, track_json(*t));
+  }
+  if (api) return api_error(404, fmt::format("no such API path: {}", path));
+  if (path == "/") {
+    std::string body = "<table>\n<tr><th>track</th><th>dataset</th><th>model</th><th>budget</th></tr>\n";
+    for (const Track& t : tracks_)
+      body += fmt::format(
+          "<tr><td><a href=\"/tracks/{0}\">{0}</a><br>{1}</td><td>{2} tokens, root "
+          "<code>{3}</code></td><td>{4}, ≤ {5} parameters</td><td>≤ {6} tokens</td></tr>\n",
+          html_escape(t.id), html_escape(t.title), html_escape(t.tokenizer),
+          to_hex(t.manifest_root).substr(0, 16), html_escape(t.family), t.max_params,
+          t.max_tokens);
+    body += "</table>\n";
+    return {200, "text/html; charset=utf-8", page("Tracks", body)};
+  }
+  if (path.rfind("/tracks/", 0) == 0) {
+    const std::string id = path.substr(8);
+    const Track* t = find(id);
+    if (!t) return {404, "text/html; charset=utf-8", page("Not found", "<p>No track " + html_escape(id) + ".</p>\n")};
+    return {200, "text/html; charset=utf-8",
+            page(t->title, "<p>Track <code>" + html_escape(t->id) + "</code></p>\n" +
+                               track_rules_html(*t))};
+  }
+  return {404, "text/html; charset=utf-8", page("Not found", "<p>Nothing at " + html_escape(path) + ".</p>\n")};
+}
+
+}  // namespace wit::board

@@ -1,0 +1,152 @@
+// The board's HTTP server on loopback: pages and API answers, HTML escaping of operator text,
+// HEAD, and clients that send too much, send garbage or stall.
+#include "board/server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "tests/data/temp_dir.h"
+
+namespace wit::board {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using wit::testing::contains;
+using wit::testing::error_of;
+using wit::testing::TempDir;
+
+std::vector<Track> test_tracks(const TempDir& dir) {
+  const std::string hex(64, 'c');
+  const auto file = dir.path() / "tracks.yaml";
+  std::ofstream(file) << "tracks:\n"
+                         "  - id: kjv-tiny\n"
+                         "    title: \"Tiny <script>alert('x')</script> & more\"\n"
+                         "    dataset: {manifest_root: " << hex << ", data_layout: " << hex
+                      << ", tokenizer: byte}\n"
+                         "    model: {family: gpt2, max_params: 4000000}\n"
+                         "    budget: {max_tokens: 1000000}\n"
+                         "    eval: {split: val, metric: loss, seq_len: 128, sequences: 64}\n";
+  return load_tracks(file);
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    site_ = std::make_unique<Site>(test_tracks(dir_));
+    ServerOptions o;
+    o.port = 0;
+    o.max_body = 1024;
+    o.timeout = std::chrono::milliseconds(300);
+    server_ = std::make_unique<Server>(*site_, o);
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  void TearDown() override {
+    server_->stop();
+    thread_.join();
+  }
+  http::response<http::string_body> request(http::verb method, const std::string& target,
+                                            const std::string& body = "") {
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    http::request<http::string_body> req{method, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.skip(method == http::verb::head);
+    http::read(stream, buffer, parser);
+    return parser.release();
+  }
+  // Sends raw bytes; returns everything the server sends back until it closes.
+  std::string raw(const std::string& bytes, std::chrono::milliseconds pause = {}) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    beast::error_code ec;
+    asio::write(s, asio::buffer(bytes), ec);  // the server may close before reading it all
+    std::this_thread::sleep_for(pause);
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      const size_t n = s.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      out.append(buf, n);
+    }
+    return out;
+  }
+  TempDir dir_;
+  std::unique_ptr<Site> site_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+TEST_F(ServerTest, TheApiListsTheTracksAndNamesAnUnknownOne) {
+  auto res = request(http::verb::get, "/api/tracks");
+  ASSERT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res[http::field::content_type], "application/json");
+  const auto j = nlohmann::json::parse(res.body());
+  ASSERT_EQ(j["tracks"].size(), 1u);
+  EXPECT_EQ(j["tracks"][0]["id"], "kjv-tiny");
+  EXPECT_EQ(j["tracks"][0]["budget"]["max_tokens"], 1000000);
+  EXPECT_EQ(request(http::verb::get, "/api/tracks/kjv-tiny").result_int(), 200);
+  res = request(http::verb::get, "/api/tracks/nope");
+  EXPECT_EQ(res.result_int(), 404);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["error"], "no track 'nope'");
+  res = request(http::verb::post, "/api/tracks", "{}");
+  EXPECT_EQ(res.result_int(), 405);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "POST is not allowed"));
+}
+
+TEST_F(ServerTest, PagesAreHtmlWithTheOperatorsTextEscaped) {
+  auto res = request(http::verb::get, "/");
+  ASSERT_EQ(res.result_int(), 200);
+  EXPECT_TRUE(contains(res.body(), "<a href=\"/tracks/kjv-tiny\">kjv-tiny</a>"));
+  EXPECT_TRUE(contains(res.body(), "Tiny &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"));
+  EXPECT_FALSE(contains(res.body(), "<script>"));
+  res = request(http::verb::get, "/tracks/kjv-tiny");
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_TRUE(contains(res.body(), "at most 1000000 training tokens"));
+  EXPECT_EQ(request(http::verb::get, "/tracks/../etc/passwd").result_int(), 404);
+  const auto get = request(http::verb::get, "/");
+  const auto head = request(http::verb::head, "/");
+  EXPECT_EQ(head.result_int(), 200);
+  EXPECT_EQ(head[http::field::content_length], std::to_string(get.body().size()));
+}
+
+TEST_F(ServerTest, TooMuchGarbageOrAStallEndsTheConnection) {
+  const std::string big = "POST /api/tracks HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" +
+                          std::string(100000, 'x');
+  const std::string a = raw(big);
+  EXPECT_TRUE(contains(a, "413")) << a.substr(0, 200);
+  EXPECT_TRUE(contains(a, "over this board's limit of 1024 bytes"));
+  const std::string b = raw("GARBAGE\r\n\r\n");
+  EXPECT_TRUE(contains(b, "400")) << b.substr(0, 200);
+  // Half a request, then silence: the server closes after its timeout (300 ms here), unanswered.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(raw("GET / HTTP/1.1\r\nHost: x\r\n"), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // And it still serves others.
+  EXPECT_EQ(request(http::verb::get, "/api/tracks").result_int(), 200);
+}
+
+TEST_F(ServerTest, AnAddressInUseIsNamed) {
+  ServerOptions o;
+  o.port = server_->port();
+  EXPECT_TRUE(contains(error_of([&] { Server again(*site_, o); }),
+                       fmt::format("cannot listen on 127.0.0.1:{}", o.port)));
+}
+
+}  // namespace
+}  // namespace wit::board

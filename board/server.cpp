@@ -47,7 +47,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return reply(error_response(431, "the request's headers are too large"), false);
     if (ec) return reply(error_response(400, fmt::format("malformed request: {}", ec.message())), false);
     const auto& req = parser_->get();
-    Request r{std::string(req.method_string()), std::string(req.target()), req.body()};
+    Request r{std::string(req.method_string()), std::string(req.target()), req.body(),
+              std::string(req[http::field::authorization])};
     Response out = site_.handle(r);
     http::response<http::string_body> res{http::status(out.status), req.version()};
     res.set(http::field::server, "wit-board");

@@ -76,7 +76,14 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-Site::Site(std::vector<Track> tracks) : tracks_(std::move(tracks)) {}
+Site::Site(std::vector<Track> tracks, Db& db) : tracks_(std::move(tracks)), db_(db) {}
+
+std::optional<Participant> Site::caller(const Request& r) const {
+  const std::string prefix = "Bearer ";
+  if (r.authorization.rfind(prefix, 0) != 0) return std::nullopt;
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  return participant_for_token(db_, r.authorization.substr(prefix.size()));
+}
 
 const Track* Site::find(const std::string& id) const {
   for (const Track& t : tracks_)
@@ -91,6 +98,13 @@ Response Site::handle(const Request& r) const {
     Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
                        : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};
     return out;
+  }
+  if (path == "/api/me") {
+    if (r.authorization.empty())
+      return api_error(401, "no token: send the header Authorization: Bearer TOKEN");
+    const auto p = caller(r);
+    if (!p) return api_error(401, "unknown token");
+    return json(200, {{"id", p->id}, {"name", p->name}, {"admin", p->admin}});
   }
   if (path == "/api/tracks") {
     nlohmann::json list = nlohmann::json::array();

@@ -4,13 +4,20 @@
 //
 //   GET /                    the tracks (HTML)          GET /api/tracks        the same (JSON)
 //   GET /tracks/ID           one track (HTML)           GET /api/tracks/ID     the same (JSON)
+//                                                       GET /api/me            the token's participant
 //
+// Acting as a participant takes `Authorization: Bearer TOKEN` (board/participants.h); without a
+// valid token such requests are 401.
 // Unknown paths are 404, other methods 405; API errors are JSON {"error": "..."}.
 #pragma once
 
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "board/db.h"
+#include "board/participants.h"
 #include "board/track.h"
 
 namespace wit::board {
@@ -19,6 +26,7 @@ struct Request {
   std::string method;  // "GET", "HEAD", ...
   std::string target;  // path and query, as sent
   std::string body;
+  std::string authorization;  // the Authorization header, if any
 };
 
 struct Response {
@@ -29,12 +37,17 @@ struct Response {
 
 class Site {
  public:
-  explicit Site(std::vector<Track> tracks);
+  // `db` (migrated, board/participants.h) holds the participants; the site uses it from the
+  // server's threads one at a time.
+  Site(std::vector<Track> tracks, Db& db);
   Response handle(const Request& r) const;
 
  private:
   const Track* find(const std::string& id) const;
+  std::optional<Participant> caller(const Request& r) const;
   std::vector<Track> tracks_;
+  Db& db_;
+  mutable std::mutex db_mutex_;
 };
 
 // Text made safe for HTML: & < > " ' escaped.

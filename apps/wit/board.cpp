@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "board/participants.h"
 #include "board/server.h"
 #include "board/site.h"
 #include "board/track.h"
@@ -57,7 +58,17 @@ int board_dataset(const fs::path& dir) {
   return 0;
 }
 
-int board_serve(const fs::path& tracks_file, const std::string& listen, int threads) {
+int board_add_participant(const std::string& where, const std::string& name, bool admin) {
+  auto db = board::Db::open(where);
+  board::migrate(*db);
+  const std::string token = board::add_participant(*db, name, admin);
+  fmt::print("participant {}{} added to {}\ntoken (shown once; the board keeps only its hash):\n{}\n",
+             name, admin ? " (admin)" : "", where, token);
+  return 0;
+}
+
+int board_serve(const fs::path& tracks_file, const std::string& where, const std::string& listen,
+                int threads) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon + 1 == listen.size() ||
       listen.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
@@ -68,7 +79,9 @@ int board_serve(const fs::path& tracks_file, const std::string& listen, int thre
   o.host = listen.substr(0, colon);
   o.port = uint16_t(std::stoul(listen.substr(colon + 1)));
   o.threads = threads;
-  const board::Site site(board::load_tracks(tracks_file));
+  auto db = board::Db::open(where);
+  board::migrate(*db);
+  const board::Site site(board::load_tracks(tracks_file), *db);
   board::Server server(site, o);
   server.stop_on_interrupt([](int sig) {
     fmt::print("wit board: {}, stopping\n", sig == SIGINT ? "interrupted" : "terminated");

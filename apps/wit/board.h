@@ -11,6 +11,9 @@ namespace wit::cli {
 int board_tracks(const std::filesystem::path& tracks, const std::vector<std::filesystem::path>& runs);
 int board_dataset(const std::filesystem::path& dir);
 // Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM.
-int board_serve(const std::filesystem::path& tracks, const std::string& listen, int threads);
+int board_serve(const std::filesystem::path& tracks, const std::string& db, const std::string& listen,
+                int threads);
+// Adds a participant to the board's database and prints its token (shown this once).
+int board_add_participant(const std::string& db, const std::string& name, bool admin);
 
 }  // namespace wit::cli

@@ -165,9 +165,22 @@ void add_board(CLI::App& app) {
   serve->add_option("--tracks", *serve_tracks, "The tracks file")->required();
   serve->add_option("--listen", *listen, "HOST:PORT to listen on")->capture_default_str();
   serve->add_option("--threads", *threads, "Threads serving requests")->capture_default_str();
+  auto db = std::make_shared<std::string>("board.sqlite");
+  serve->add_option("--db", *db,
+                    "The board's database: an SQLite file (created if missing) or a "
+                    "postgresql:// URL")
+      ->capture_default_str();
+  auto name = std::make_shared<std::string>();
+  auto admin = std::make_shared<bool>(false);
+  auto* participant = board->add_subcommand(
+      "participant", "Add a participant to the board's database and print its token, once");
+  participant->add_option("name", *name, "The participant's name (unique)")->required();
+  participant->add_flag("--admin", *admin, "An operator's token rather than a participant's");
+  participant->add_option("--db", *db, "The board's database (as for serve)")->capture_default_str();
   actions()[board] = [=] {
     if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
-    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *listen, *threads);
+    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *db, *listen, *threads);
+    if (board->got_subcommand(participant)) return board_add_participant(*db, *name, *admin);
     return board_dataset(*data_dir);
   };
 }

@@ -1,6 +1,7 @@
 // The board's database layer against both backends: SQLite (always) and PostgreSQL (when
 // WIT_TEST_POSTGRES_URL names a server: tests/board/with_postgres.sh starts one on loopback).
 #include "board/db.h"
+#include "board/participants.h"
 
 #include <gtest/gtest.h>
 
@@ -114,6 +115,33 @@ TEST_P(DbTest, ConcurrentReadModifyWritesFromTwoConnectionsLoseNothing) {
   a.join();
   b.join();
   EXPECT_EQ(db_->query("SELECT i FROM " + table_ + " WHERE k = 'counter'")[0].integer(0), 80);
+}
+
+TEST_P(DbTest, ParticipantsAreFoundByTokenWhichIsStoredOnlyHashed) {
+  db_->exec("DROP TABLE IF EXISTS board_participants");
+  migrate(*db_);
+  migrate(*db_);  // again: nothing changes
+  const std::string a = add_participant(*db_, "lab-a", false);
+  const std::string admin = add_participant(*db_, "operator", true);
+  EXPECT_EQ(a.size(), 68u);
+  EXPECT_NE(a, admin);
+  const auto pa = participant_for_token(*db_, a);
+  ASSERT_TRUE(pa);
+  EXPECT_EQ(pa->name, "lab-a");
+  EXPECT_FALSE(pa->admin);
+  EXPECT_TRUE(participant_for_token(*db_, admin)->admin);
+  std::string forged = a;
+  forged.back() = forged.back() == '0' ? '1' : '0';
+  EXPECT_FALSE(participant_for_token(*db_, forged));
+  EXPECT_FALSE(participant_for_token(*db_, "wit_short"));
+  EXPECT_FALSE(participant_for_token(*db_, ""));
+  for (const Row& r : db_->query("SELECT id, name, token_sha256, created FROM board_participants"))
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.text(i).find(a.substr(4)), std::string::npos);
+  EXPECT_TRUE(contains(error_of([&] { add_participant(*db_, "lab-a", false); }),
+                       "a participant named 'lab-a' exists already"));
+  EXPECT_TRUE(contains(error_of([&] { add_participant(*db_, "../evil", false); }),
+                       "participant name '../evil'"));
+  db_->exec("DROP TABLE board_participants");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DbTest, ::testing::Values("sqlite", "postgresql"),

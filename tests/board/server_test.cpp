@@ -1,6 +1,7 @@
 // The board's HTTP server on loopback: pages and API answers, HTML escaping of operator text,
 // HEAD, and clients that send too much, send garbage or stall.
 #include "board/server.h"
+#include "board/participants.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +42,10 @@ std::vector<Track> test_tracks(const TempDir& dir) {
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    site_ = std::make_unique<Site>(test_tracks(dir_));
+    db_ = Db::open((dir_.path() / "board.sqlite").string());
+    migrate(*db_);
+    token_ = add_participant(*db_, "lab-a", false);
+    site_ = std::make_unique<Site>(test_tracks(dir_), *db_);
     ServerOptions o;
     o.port = 0;
     o.max_body = 1024;
@@ -54,12 +58,14 @@ class ServerTest : public ::testing::Test {
     thread_.join();
   }
   http::response<http::string_body> request(http::verb method, const std::string& target,
-                                            const std::string& body = "") {
+                                            const std::string& body = "",
+                                            const std::string& token = "") {
     asio::io_context io;
     beast::tcp_stream stream(io);
     stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
     http::request<http::string_body> req{method, target, 11};
     req.set(http::field::host, "127.0.0.1");
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
     req.body() = body;
     req.prepare_payload();
     http::write(stream, req);
@@ -87,6 +93,8 @@ class ServerTest : public ::testing::Test {
     return out;
   }
   TempDir dir_;
+  std::unique_ptr<Db> db_;
+  std::string token_;
   std::unique_ptr<Site> site_;
   std::unique_ptr<Server> server_;
   std::thread thread_;
@@ -107,6 +115,18 @@ TEST_F(ServerTest, TheApiListsTheTracksAndNamesAnUnknownOne) {
   res = request(http::verb::post, "/api/tracks", "{}");
   EXPECT_EQ(res.result_int(), 405);
   EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "POST is not allowed"));
+}
+
+TEST_F(ServerTest, ATokenSaysWhoIsAsking) {
+  auto res = request(http::verb::get, "/api/me");
+  EXPECT_EQ(res.result_int(), 401);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "no token"));
+  res = request(http::verb::get, "/api/me", "", "wit_" + std::string(64, '0'));
+  EXPECT_EQ(res.result_int(), 401);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["error"], "unknown token");
+  res = request(http::verb::get, "/api/me", "", token_);
+  ASSERT_EQ(res.result_int(), 200);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["name"], "lab-a");
 }
 
 TEST_F(ServerTest, PagesAreHtmlWithTheOperatorsTextEscaped) {

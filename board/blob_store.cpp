@@ -113,6 +113,13 @@ uint64_t BlobStore::append(const Digest& sha, uint64_t offset, const void* data,
   return at + n;
 }
 
+uint64_t BlobStore::announced_size(const Digest& sha) const {
+  if (has(sha)) return size_or_zero(blob_path(sha));
+  if (!fs::exists(size_path(sha)))
+    fail("upload {}: no upload of this file was begun", to_hex(sha).substr(0, 16));
+  return std::stoull(read_text_file(size_path(sha)));
+}
+
 fs::path BlobStore::finish(const Digest& sha) {
   const std::string h = to_hex(sha);
   if (has(sha)) return blob_path(sha);

@@ -45,6 +45,8 @@ class BlobStore {
   // Publishes a complete upload after checking its size and SHA-256. A mismatch deletes the
   // partial file and throws, naming both hashes.
   std::filesystem::path finish(const Digest& sha);
+  // The size an upload was announced with (begin), or the published file's size.
+  uint64_t announced_size(const Digest& sha) const;
 
  private:
   std::filesystem::path partial_path(const Digest& sha) const;

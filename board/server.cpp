@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
+#include <algorithm>
 #include <csignal>
 #include <optional>
 #include <thread>
@@ -28,10 +29,27 @@ class Session : public std::enable_shared_from_this<Session> {
   void start() { read(); }
 
  private:
+  // The header first: the path decides how large a body may be (file pieces are larger).
   void read() {
     parser_.emplace();
     parser_->header_limit(16 * 1024);
-    parser_->body_limit(o_.max_body);
+    // The larger limit while the header is read (a declared length is checked against it
+    // then); the route's own limit once the path is known.
+    limit_ = std::max(o_.max_body, o_.max_piece);
+    parser_->body_limit(limit_);
+    stream_.expires_after(o_.timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              self->on_header(ec);
+                            });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return on_read(ec);
+    limit_ = parser_->get().target().starts_with("/api/files/") ? o_.max_piece : o_.max_body;
+    const auto declared = parser_->content_length();
+    if (declared && *declared > limit_) return on_read(http::error::body_limit);
+    parser_->body_limit(limit_);
     stream_.expires_after(o_.timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
@@ -42,7 +60,7 @@ class Session : public std::enable_shared_from_this<Session> {
         ec == asio::error::connection_reset || ec == asio::error::eof)
       return close();
     if (ec == http::error::body_limit)
-      return reply(error_response(413, fmt::format("the body is over this board's limit of {} bytes", o_.max_body)), false);
+      return reply(error_response(413, fmt::format("the body is over this board's limit of {} bytes", limit_)), false);
     if (ec == http::error::header_limit)
       return reply(error_response(431, "the request's headers are too large"), false);
     if (ec) return reply(error_response(400, fmt::format("malformed request: {}", ec.message())), false);
@@ -98,6 +116,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http::response<http::string_body>> res_;
+  uint64_t limit_ = 0;
   const Site& site_;
   const ServerOptions& o_;
 };

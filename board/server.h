@@ -21,6 +21,7 @@ struct ServerOptions {
   uint16_t port = 8080;  // 0: any free port (see Server::port)
   int threads = 2;
   uint64_t max_body = 1 << 20;               // bytes; more is answered 413
+  uint64_t max_piece = 16 << 20;             // bytes of one file piece (PUT /api/files/...)
   std::chrono::milliseconds timeout{30000};  // per read or write; then the connection closes
 };
 

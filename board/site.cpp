@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/error.h"
 
 namespace wit::board {
 
@@ -76,7 +79,62 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-Site::Site(std::vector<Track> tracks, Db& db) : tracks_(std::move(tracks)), db_(db) {}
+Site::Site(std::vector<Track> tracks, Db& db, BlobStore& files)
+    : tracks_(std::move(tracks)), db_(db), files_(files) {}
+
+namespace {
+
+// The value of `key` in the target's query string, if any.
+std::optional<std::string> query_value(const std::string& target, const std::string& key) {
+  const size_t q = target.find('?');
+  if (q == std::string::npos) return std::nullopt;
+  size_t at = q + 1;
+  while (at <= target.size()) {
+    const size_t end = std::min(target.find('&', at), target.size());
+    const std::string pair = target.substr(at, end - at);
+    if (pair.rfind(key + "=", 0) == 0) return pair.substr(key.size() + 1);
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> number(const std::optional<std::string>& s) {
+  if (!s || s->empty() || s->size() > 19 || s->find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(*s);
+}
+
+}  // namespace
+
+Response Site::file(const Request& r, const std::string& path) const {
+  const std::string hex = path.substr(11);
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return api_error(400, "a file is named by its SHA-256: 64 lowercase hex digits");
+  const Digest sha = digest_from_hex(hex, "file");
+  if (!caller(r)) return api_error(401, "uploading takes a participant's token (Authorization: Bearer TOKEN)");
+  std::lock_guard<std::mutex> lock(files_mutex_);
+  try {
+    if (r.method == "GET") {
+      const auto size = number(query_value(r.target, "size"));
+      if (!size) return api_error(400, "GET /api/files/SHA256 needs ?size=BYTES");
+      const uint64_t at = files_.begin(sha, *size);
+      return json(200, {{"sha256", hex}, {"size", *size}, {"offset", at}, {"complete", files_.has(sha)}});
+    }
+    const auto offset = number(query_value(r.target, "offset"));
+    if (!offset) return api_error(400, "PUT /api/files/SHA256 needs ?offset=BYTE");
+    const uint64_t at = files_.append(sha, *offset, r.body.data(), r.body.size());
+    bool complete = false;
+    if (at == files_.announced_size(sha)) {
+      files_.finish(sha);
+      complete = true;
+    }
+    return json(200, {{"sha256", hex}, {"offset", at}, {"complete", complete}});
+  } catch (const Error& e) {
+    // A hash that does not match what arrived is unprocessable; anything else a bad request.
+    const std::string what = e.what();
+    return api_error(what.find("hash to") != std::string::npos ? 422 : 400, what);
+  }
+}
 
 std::optional<Participant> Site::caller(const Request& r) const {
   const std::string prefix = "Bearer ";
@@ -94,6 +152,8 @@ const Track* Site::find(const std::string& id) const {
 Response Site::handle(const Request& r) const {
   const std::string path = r.target.substr(0, r.target.find('?'));
   const bool api = path.rfind("/api/", 0) == 0;
+  if (path.rfind("/api/files/", 0) == 0 && (r.method == "GET" || r.method == "PUT"))
+    return file(r, path);
   if (r.method != "GET" && r.method != "HEAD") {
     Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
                        : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};

@@ -5,8 +5,11 @@
 //   GET /                    the tracks (HTML)          GET /api/tracks        the same (JSON)
 //   GET /tracks/ID           one track (HTML)           GET /api/tracks/ID     the same (JSON)
 //                                                       GET /api/me            the token's participant
+//   GET /api/files/SHA256?size=N   begin (or look at) an upload: {"offset": bytes it holds}
+//   PUT /api/files/SHA256?offset=O a piece at O; the last one is checked and publishes the file
 //
-// Acting as a participant takes `Authorization: Bearer TOKEN` (board/participants.h); without a
+// Uploads are pieces of a file announced by hash and size (board/blob_store.h), so a broken
+// connection resumes at the offset reached. Acting as a participant takes `Authorization: Bearer TOKEN` (board/participants.h); without a
 // valid token such requests are 401.
 // Unknown paths are 404, other methods 405; API errors are JSON {"error": "..."}.
 #pragma once
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "board/blob_store.h"
 #include "board/db.h"
 #include "board/participants.h"
 #include "board/track.h"
@@ -39,15 +43,17 @@ class Site {
  public:
   // `db` (migrated, board/participants.h) holds the participants; the site uses it from the
   // server's threads one at a time.
-  Site(std::vector<Track> tracks, Db& db);
+  Site(std::vector<Track> tracks, Db& db, BlobStore& files);
   Response handle(const Request& r) const;
 
  private:
   const Track* find(const std::string& id) const;
   std::optional<Participant> caller(const Request& r) const;
+  Response file(const Request& r, const std::string& path) const;
   std::vector<Track> tracks_;
   Db& db_;
-  mutable std::mutex db_mutex_;
+  BlobStore& files_;
+  mutable std::mutex db_mutex_, files_mutex_;
 };
 
 // Text made safe for HTML: & < > " ' escaped.

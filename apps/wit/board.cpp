@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 
+#include "board/blob_store.h"
+#include "board/client.h"
 #include "board/participants.h"
 #include "board/server.h"
 #include "board/site.h"
@@ -58,6 +61,24 @@ int board_dataset(const fs::path& dir) {
   return 0;
 }
 
+int board_upload(const std::vector<fs::path>& files, const std::string& server,
+                 const std::string& token_flag) {
+  std::string token = token_flag;
+  if (token.empty())
+    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
+  if (token.empty()) fail("uploading needs a participant's token: --token or WIT_BOARD_TOKEN");
+  board::Client client(server, token);
+  for (const fs::path& f : files) {
+    if (!fs::is_regular_file(f)) fail("{} is not a file", f.string());
+    const Digest sha = client.upload(f, [](const std::string& line) {
+      fmt::print("{}\n", line);
+      std::fflush(stdout);
+    });
+    fmt::print("{}: uploaded, sha256 {}\n", f.string(), to_hex(sha));
+  }
+  return 0;
+}
+
 int board_add_participant(const std::string& where, const std::string& name, bool admin) {
   auto db = board::Db::open(where);
   board::migrate(*db);
@@ -67,8 +88,8 @@ int board_add_participant(const std::string& where, const std::string& name, boo
   return 0;
 }
 
-int board_serve(const fs::path& tracks_file, const std::string& where, const std::string& listen,
-                int threads) {
+int board_serve(const fs::path& tracks_file, const std::string& where, const fs::path& files_dir,
+                const std::string& listen, int threads) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon + 1 == listen.size() ||
       listen.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
@@ -81,7 +102,8 @@ int board_serve(const fs::path& tracks_file, const std::string& where, const std
   o.threads = threads;
   auto db = board::Db::open(where);
   board::migrate(*db);
-  const board::Site site(board::load_tracks(tracks_file), *db);
+  board::BlobStore files(files_dir);
+  const board::Site site(board::load_tracks(tracks_file), *db, files);
   board::Server server(site, o);
   server.stop_on_interrupt([](int sig) {
     fmt::print("wit board: {}, stopping\n", sig == SIGINT ? "interrupted" : "terminated");

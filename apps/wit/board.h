@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace wit::cli {
@@ -11,8 +12,12 @@ namespace wit::cli {
 int board_tracks(const std::filesystem::path& tracks, const std::vector<std::filesystem::path>& runs);
 int board_dataset(const std::filesystem::path& dir);
 // Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM.
-int board_serve(const std::filesystem::path& tracks, const std::string& db, const std::string& listen,
-                int threads);
+int board_serve(const std::filesystem::path& tracks, const std::string& db,
+                const std::filesystem::path& files, const std::string& listen, int threads);
+// Uploads files to a board, resuming interrupted uploads; the token comes from --token or
+// WIT_BOARD_TOKEN.
+int board_upload(const std::vector<std::filesystem::path>& files, const std::string& server,
+                 const std::string& token);
 // Adds a participant to the board's database and prints its token (shown this once).
 int board_add_participant(const std::string& db, const std::string& name, bool admin);
 

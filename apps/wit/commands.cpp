@@ -170,6 +170,10 @@ void add_board(CLI::App& app) {
                     "The board's database: an SQLite file (created if missing) or a "
                     "postgresql:// URL")
       ->capture_default_str();
+  auto files = std::make_shared<std::filesystem::path>("board-files");
+  serve->add_option("--files", *files,
+                    "Where uploaded files are kept, by content hash (created if missing)")
+      ->capture_default_str();
   auto name = std::make_shared<std::string>();
   auto admin = std::make_shared<bool>(false);
   auto* participant = board->add_subcommand(
@@ -177,9 +181,19 @@ void add_board(CLI::App& app) {
   participant->add_option("name", *name, "The participant's name (unique)")->required();
   participant->add_flag("--admin", *admin, "An operator's token rather than a participant's");
   participant->add_option("--db", *db, "The board's database (as for serve)")->capture_default_str();
+  auto upload_files = std::make_shared<std::vector<std::filesystem::path>>();
+  auto server = std::make_shared<std::string>();
+  auto token = std::make_shared<std::string>();
+  auto* upload = board->add_subcommand(
+      "upload", "Upload files to a board in pieces; an interrupted upload resumes where the "
+                "board says it stopped");
+  upload->add_option("files", *upload_files, "Files to upload")->required();
+  upload->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
+  upload->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
   actions()[board] = [=] {
     if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
-    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *db, *listen, *threads);
+    if (board->got_subcommand(upload)) return board_upload(*upload_files, *server, *token);
+    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *db, *files, *listen, *threads);
     if (board->got_subcommand(participant)) return board_add_participant(*db, *name, *admin);
     return board_dataset(*data_dir);
   };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `wit board serve`: on a free loopback port it serves the shipped tracks' pages and API, knows
-# a participant added with `wit board participant` by its token, and SIGTERM stops it with
-# exit 0; a bad --listen or an unusable address is refused.
+# a participant added with `wit board participant` by its token, takes a 64 MiB upload that was
+# stopped after its first piece and resumed, and SIGTERM stops it with exit 0; a bad --listen or
+# an unusable address is refused.
 # Usage: serve.sh WIT_BINARY SOURCE_DIR
 set -uo pipefail
 wit=$1
@@ -11,7 +12,7 @@ work=$(mktemp -d /tmp/wit-serve-XXXXXX)
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 token=$("$wit" board participant lab-a --db "$work/board.sqlite" | tail -1)
 "$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
-  --listen 127.0.0.1:0 >"$work/out" 2>&1 &
+  --files "$work/files" --listen 127.0.0.1:0 >"$work/out" 2>&1 &
 pid=$!
 url=""
 for _ in $(seq 100); do
@@ -36,11 +37,34 @@ except urllib.error.HTTPError as e:
     assert e.code == 404 and json.load(e)["error"] == "no track 'none'"
 print("served", url)
 PY
+# An upload stopped after its first piece resumes where the board says it is.
+head -c $((64 << 20)) /dev/urandom >"$work/big.bin"
+sha=$(sha256sum "$work/big.bin" | cut -c1-64)
+"$wit" board upload "$work/big.bin" --server "$url" --token "$token" >"$work/up1" 2>&1 &
+up=$!
+for _ in $(seq 200); do grep -q "bytes (" "$work/up1" && break; sleep 0.02; done
+kill -9 $up 2>/dev/null
+wait $up 2>/dev/null
+WIT_BOARD_TOKEN=$token "$wit" board upload "$work/big.bin" --server "$url" >"$work/up2" 2>&1 ||
+  { cat "$work/up1" "$work/up2"; fail "the second upload"; }
+grep -q "uploaded, sha256 $sha" "$work/up2" || { cat "$work/up2"; fail "not uploaded"; }
+if grep -q "of 67108864 bytes (100%)" "$work/up1"; then
+  echo "upload: the first attempt finished before it was stopped"
+else
+  grep -q "resuming at byte" "$work/up2" || { cat "$work/up2"; fail "the upload did not resume"; }
+  echo "upload: stopped after $(grep -c "bytes (" "$work/up1") piece(s), $(grep "resuming" "$work/up2")"
+fi
+cmp -s "$work/big.bin" "$work/files/blobs/${sha:0:2}/${sha:2}" || fail "the stored file differs"
+[ -z "$(ls "$work/files/partial")" ] || fail "partial files left behind"
+out=$("$wit" board upload "$work/big.bin" --server "$url" --token "wit_$(printf '0%.0s' $(seq 64))" 2>&1) &&
+  fail "an unknown token uploaded"
+echo "$out" | grep -q "401" || fail "no 401 for an unknown token: $out"
+
 kill -TERM $pid
 wait $pid || fail "exit $? after SIGTERM"
 grep -q "terminated, stopping" "$work/out" || fail "no stopping line"
-out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --listen nowhere 2>&1) && fail "--listen nowhere accepted"
+out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --files "$work/files" --listen nowhere 2>&1) && fail "--listen nowhere accepted"
 echo "$out" | grep -q "expected HOST:PORT" || fail "bad --listen not explained: $out"
-out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --listen 192.0.2.1:80 2>&1) && fail "a foreign address accepted"
+out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --files "$work/files" --listen 192.0.2.1:80 2>&1) && fail "a foreign address accepted"
 echo "$out" | grep -q "cannot listen on 192.0.2.1:80" || fail "unusable address not named: $out"
 echo "serve: all passed"

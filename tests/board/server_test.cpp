@@ -2,6 +2,7 @@
 // HEAD, and clients that send too much, send garbage or stall.
 #include "board/server.h"
 #include "board/participants.h"
+#include "core/sha256.h"
 
 #include <gtest/gtest.h>
 
@@ -45,7 +46,8 @@ class ServerTest : public ::testing::Test {
     db_ = Db::open((dir_.path() / "board.sqlite").string());
     migrate(*db_);
     token_ = add_participant(*db_, "lab-a", false);
-    site_ = std::make_unique<Site>(test_tracks(dir_), *db_);
+    files_ = std::make_unique<BlobStore>(dir_.path() / "files");
+    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_);
     ServerOptions o;
     o.port = 0;
     o.max_body = 1024;
@@ -95,6 +97,7 @@ class ServerTest : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<Db> db_;
   std::string token_;
+  std::unique_ptr<BlobStore> files_;
   std::unique_ptr<Site> site_;
   std::unique_ptr<Server> server_;
   std::thread thread_;
@@ -127,6 +130,41 @@ TEST_F(ServerTest, ATokenSaysWhoIsAsking) {
   res = request(http::verb::get, "/api/me", "", token_);
   ASSERT_EQ(res.result_int(), 200);
   EXPECT_EQ(nlohmann::json::parse(res.body())["name"], "lab-a");
+}
+
+TEST_F(ServerTest, AFileArrivesInPiecesAndIsKeptOnlyWhenItsHashMatches) {
+  std::string file(100'000, '\0');
+  for (size_t i = 0; i < file.size(); ++i) file[i] = char(i * 7 % 253);
+  const std::string hex = to_hex(sha256(file));
+  const std::string at = "/api/files/" + hex;
+  EXPECT_EQ(request(http::verb::get, at + "?size=100000").result_int(), 401);
+  auto res = request(http::verb::get, at + "?size=100000", "", token_);
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  EXPECT_EQ(nlohmann::json::parse(res.body())["offset"], 0);
+  res = request(http::verb::put, at + "?offset=0", file.substr(0, 60'000), token_);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["offset"], 60000);
+  // The connection broke here; the client asks where the upload is and goes on.
+  res = request(http::verb::get, at + "?size=100000", "", token_);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["offset"], 60000);
+  res = request(http::verb::put, at + "?offset=50000", file.substr(50'000), token_);
+  EXPECT_EQ(res.result_int(), 400);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "has reached byte 60000"));
+  res = request(http::verb::put, at + "?offset=60000", file.substr(60'000), token_);
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  EXPECT_TRUE(nlohmann::json::parse(res.body())["complete"].get<bool>());
+  EXPECT_TRUE(files_->has(sha256(file)));
+  // Bytes that are not the announced file: 422, nothing kept.
+  const std::string other = "/api/files/" + to_hex(sha256(std::string("expected")));
+  request(http::verb::get, other + "?size=8", "", token_);
+  res = request(http::verb::put, other + "?offset=0", "tampered", token_);
+  EXPECT_EQ(res.result_int(), 422);
+  EXPECT_FALSE(files_->has(sha256(std::string("expected"))));
+  EXPECT_EQ(request(http::verb::get, "/api/files/../../etc/passwd?size=1", "", token_).result_int(), 400);
+  // A piece over the 16 MiB limit is refused as soon as its length is declared.
+  const std::string reply = raw("PUT " + at + "?offset=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                token_ + "\r\nContent-Length: " + std::to_string(17 << 20) + "\r\n\r\n");
+  EXPECT_TRUE(contains(reply, "413")) << reply.substr(0, 200);
+  EXPECT_TRUE(contains(reply, "limit of 16777216 bytes"));
 }
 
 TEST_F(ServerTest, PagesAreHtmlWithTheOperatorsTextEscaped) {

@@ -1,0 +1,125 @@
+#include "board/client.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+
+namespace wit::board {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// A connection that broke (worth retrying), as opposed to an answer from the board.
+struct Broken : Error {
+  using Error::Error;
+};
+
+Digest sha256_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("cannot read {}", file.string());
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), std::streamsize(buf.size()));
+    h.update(buf.data(), size_t(in.gcount()));
+  }
+  return h.finish();
+}
+
+}  // namespace
+
+Client::Client(const std::string& server, std::string token) : token_(std::move(token)) {
+  const std::string scheme = "http://";
+  if (server.rfind(scheme, 0) != 0)
+    fail("--server {}: expected http://HOST:PORT (put TLS in front with a reverse proxy)", server);
+  std::string rest = server.substr(scheme.size());
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) {
+    if (slash + 1 != rest.size()) fail("--server {}: give the board's root, http://HOST:PORT/", server);
+    rest.resize(slash);
+  }
+  const size_t colon = rest.rfind(':');
+  host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
+  port_ = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+  if (host_.empty() || port_.empty() || port_.find_first_not_of("0123456789") != std::string::npos)
+    fail("--server {}: expected http://HOST:PORT", server);
+}
+
+nlohmann::json Client::call(const std::string& method, const std::string& target,
+                            const std::string& body) {
+  http::response<http::string_body> res;
+  try {
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(120));
+    stream.connect(tcp::resolver(io).resolve(host_, port_));
+    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+    req.set(http::field::host, host_);
+    req.set(http::field::user_agent, "wit");
+    if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::read(stream, buffer, res);
+  } catch (const boost::system::system_error& e) {
+    throw Broken(fmt::format("board at {}:{}: {} {}: {}", host_, port_, method, target, e.code().message()));
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(res.body());
+  } catch (const nlohmann::json::exception&) {
+    fail("board at {}:{}: {} {}: answered {} with no JSON", host_, port_, method, target, res.result_int());
+  }
+  if (res.result_int() >= 400)
+    fail("board at {}:{}: {} {}: {} {}", host_, port_, method, target, res.result_int(),
+         j.value("error", std::string("(no message)")));
+  return j;
+}
+
+Digest Client::upload(const std::filesystem::path& file,
+                      const std::function<void(const std::string&)>& progress, uint64_t piece_bytes) {
+  const uint64_t size = std::filesystem::file_size(file);
+  const Digest sha = sha256_of(file);
+  const std::string target = "/api/files/" + to_hex(sha);
+  std::ifstream in(file, std::ios::binary);
+  std::string piece;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      uint64_t at = call("GET", fmt::format("{}?size={}", target, size))["offset"].get<uint64_t>();
+      if (at == size) {
+        progress(fmt::format("{}: on the board already ({} bytes, sha256 {})", file.string(), size,
+                             to_hex(sha).substr(0, 16)));
+        return sha;
+      }
+      if (at > 0) progress(fmt::format("{}: resuming at byte {} of {}", file.string(), at, size));
+      while (at < size) {
+        piece.resize(size_t(std::min<uint64_t>(piece_bytes, size - at)));
+        in.clear();
+        in.seekg(std::streamoff(at));
+        in.read(piece.data(), std::streamsize(piece.size()));
+        if (uint64_t(in.gcount()) != piece.size()) fail("{} changed while it was being uploaded", file.string());
+        at = call("PUT", fmt::format("{}?offset={}", target, at), piece)["offset"].get<uint64_t>();
+        progress(fmt::format("{}: {} of {} bytes ({:.0f}%)", file.string(), at, size,
+                             size ? 100.0 * double(at) / double(size) : 100.0));
+      }
+      return sha;
+    } catch (const Broken& e) {
+      if (attempt >= 5) throw Error(e.what());
+      progress(fmt::format("{}; retrying", e.what()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
+    }
+  }
+}
+
+}  // namespace wit::board

@@ -1,0 +1,39 @@
+// A board's client side: JSON requests with a participant's token, and file uploads in pieces
+// that resume where the board says the upload is (after a broken connection, or a client that
+// was stopped and started again).
+//
+//   Client c("http://127.0.0.1:8080/", token);
+//   c.upload("runs/tiny/witness.h5", [](const std::string& line) { print(line); });
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sha256.h"
+
+namespace wit::board {
+
+class Client {
+ public:
+  // `server`: http://HOST:PORT[/] (TLS, where wanted, is a reverse proxy's job).
+  Client(const std::string& server, std::string token);
+
+  // One request; a 4xx/5xx answer throws an Error carrying the board's message.
+  nlohmann::json call(const std::string& method, const std::string& target,
+                      const std::string& body = "");
+
+  // Uploads `file` (piece_bytes at a time), resuming from the offset the board reports; a
+  // broken connection is retried a few times. Returns the file's SHA-256.
+  Digest upload(const std::filesystem::path& file,
+                const std::function<void(const std::string&)>& progress,
+                uint64_t piece_bytes = 8 << 20);
+
+ private:
+  std::string host_, port_, token_;
+};
+
+}  // namespace wit::board

@@ -2,22 +2,16 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio.hpp>
-#include <boost/beast.hpp>
 #include <algorithm>
 #include <csignal>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "board/net.h"
 #include "core/error.h"
 
 namespace wit::board {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
 
 namespace {
 

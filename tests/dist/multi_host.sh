@@ -97,7 +97,8 @@ resumes_to_same_chain() {  # RUN
 
 # Rank 1 killed with SIGKILL on host 2 mid-run: mpirun sees it die.
 start_long kill
-victim=$(rank_pid "$wit train" 1)
+# Only this job's processes: other tests may run the same binary under mpirun meanwhile.
+victim=$(rank_pid "$wit train .*--out $work/kill " 1)
 [ -n "$victim" ] || { cat "$work/kill.out"; fail "rank 1 was not found running"; }
 kill -9 "$victim"
 took=$(ended_within $job 60 "$(date +%s)") || fail "the job still runs 60 s after rank 1 was killed"
@@ -122,18 +123,18 @@ echo "host 2's link down: job ended in ${took}s (bound 90 s) naming host $hosts_
 
 # Rank 1 stalls (SIGSTOP) with its host and link up: rank 0's collective timeout ends the job,
 # naming the rank and host it waited on.
-export WIT_COLLECTIVE_TIMEOUT=5
+export WIT_COLLECTIVE_TIMEOUT=10
 start_long stalled
-victim=$(rank_pid "$wit train" 1)
+victim=$(rank_pid "$wit train .*--out $work/stalled " 1)
 [ -n "$victim" ] || { cat "$work/stalled.out"; fail "rank 1 was not found running"; }
 kill -STOP "$victim"
 took=$(ended_within $job 60 "$(date +%s)") || fail "the job still runs 60 s after rank 1 stalled"
 wait $job && fail "the job exited 0 with rank 1 stalled"
-grep -q "rank 0 on host h1: .* has waited 5 s for rank 1 on host h2" "$work/stalled.out" ||
+grep -q "rank 0 on host h1: .* has waited 10 s for rank 1 on host h2" "$work/stalled.out" ||
   { cat "$work/stalled.out"; fail "no message naming the stalled rank"; }
 unset WIT_COLLECTIVE_TIMEOUT
 resumes_to_same_chain stalled
-echo "rank 1 stalled on host 2: rank 0 ended the job in ${took}s (WIT_COLLECTIVE_TIMEOUT=5), naming it; resumed, same chain"
+echo "rank 1 stalled on host 2: rank 0 ended the job in ${took}s (WIT_COLLECTIVE_TIMEOUT=10), naming it; resumed, same chain"
 
 # A host that never comes up (unreachable from the start): the launch fails within seconds,
 # naming it, and writes nothing.
@@ -181,7 +182,7 @@ for _ in $(seq 600); do
   kill -0 $job 2>/dev/null || break
   sleep 0.05
 done
-victim=$(rank_pid "$wit verify" 1)
+victim=$(rank_pid "$wit verify $work/kill " 1)
 [ -n "$victim" ] || { cat "$work/vkill.out"; fail "verifier rank 1 was not found running"; }
 kill -9 "$victim"
 took=$(ended_within $job 60 "$(date +%s)") || fail "verify still runs 60 s after rank 1 was killed"

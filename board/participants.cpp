@@ -1,39 +1,12 @@
 #include "board/participants.h"
 
-#include <sys/random.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <ctime>
-
+#include "board/ids.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
 namespace wit::board {
 
 namespace {
-
-std::string random_hex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    const ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("cannot draw random bytes from the system: {}", std::strerror(errno));
-    got += size_t(n);
-  }
-  return to_hex(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
-}
-
-std::string now_utc() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string token_hash(const std::string& token) { return to_hex(sha256(token)); }
 
@@ -47,6 +20,7 @@ void migrate(Db& db) {
       " token_sha256 TEXT NOT NULL UNIQUE,"
       " admin BIGINT NOT NULL,"
       " created TEXT NOT NULL)");
+  migrate_entries(db);
 }
 
 std::string add_participant(Db& db, const std::string& name, bool admin) {
@@ -63,7 +37,7 @@ std::string add_participant(Db& db, const std::string& name, bool admin) {
     }
     db.exec("INSERT INTO board_participants (id, name, token_sha256, admin, created) "
             "VALUES ($1, $2, $3, $4, $5)",
-            {random_hex(8), name, token_hash(token), int64_t(admin), now_utc()});
+            {random_hex(8), name, token_hash(token), int64_t(admin), utc_now()});
   });
   if (!problem.empty()) fail("a participant named '{}' exists already", problem);
   return token;

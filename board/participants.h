@@ -16,6 +16,7 @@ namespace wit::board {
 
 // Creates the board's tables where they are missing (both backends; safe to run again).
 void migrate(Db& db);
+void migrate_entries(Db& db);  // board/entries.cpp; part of migrate
 
 struct Participant {
   std::string id;  // 16 hex digits

@@ -79,8 +79,8 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-Site::Site(std::vector<Track> tracks, Db& db, BlobStore& files)
-    : tracks_(std::move(tracks)), db_(db), files_(files) {}
+Site::Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key)
+    : tracks_(std::move(tracks)), db_(db), files_(files), key_(key) {}
 
 namespace {
 
@@ -154,6 +154,18 @@ Response Site::handle(const Request& r) const {
   const bool api = path.rfind("/api/", 0) == 0;
   if (path.rfind("/api/files/", 0) == 0 && (r.method == "GET" || r.method == "PUT"))
     return file(r, path);
+  if (path == "/api/entries" && r.method == "POST") {
+    const auto p = caller(r);
+    if (!p) return api_error(401, "submitting takes a participant's token (Authorization: Bearer TOKEN)");
+    try {
+      const Submission s = parse_submission(r.body);
+      std::lock_guard<std::mutex> files_lock(files_mutex_);
+      std::lock_guard<std::mutex> db_lock(db_mutex_);
+      return json(201, submit_entry(db_, files_, tracks_, key_, *p, s));
+    } catch (const Error& e) {
+      return api_error(400, e.what());
+    }
+  }
   if (r.method != "GET" && r.method != "HEAD") {
     Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
                        : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};
@@ -175,7 +187,16 @@ Response Site::handle(const Request& r) const {
     const std::string id = path.substr(12);
     const Track* t = find(id);
     if (!t) return api_error(404, fmt::format("no track '{}'", id));
-    return json(200, track_json(*t));
+    nlohmann::json j = track_json(*t);
+    std::lock_guard<std::mutex> lock(db_mutex_);
+    j["entries"] = track_entries(db_, id);
+    return json(200, j);
+  }
+  if (path.rfind("/api/entries/", 0) == 0) {
+    std::lock_guard<std::mutex> lock(db_mutex_);
+    const auto e = entry_by_id(db_, path.substr(13));
+    if (!e) return api_error(404, fmt::format("no entry '{}'", path.substr(13)));
+    return json(200, *e);
   }
   if (api) return api_error(404, fmt::format("no such API path: {}", path));
   if (path == "/") {
@@ -194,9 +215,23 @@ Response Site::handle(const Request& r) const {
     const std::string id = path.substr(8);
     const Track* t = find(id);
     if (!t) return {404, "text/html; charset=utf-8", page("Not found", "<p>No track " + html_escape(id) + ".</p>\n")};
+    std::string rows;
+    {
+      std::lock_guard<std::mutex> lock(db_mutex_);
+      for (const auto& e : track_entries(db_, id))
+        rows += fmt::format(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
+            html_escape(e["name"]), html_escape(e["participant"]), html_escape(e["status"]),
+            e["steps"].get<int64_t>(), html_escape(e["head"].get<std::string>().substr(0, 16)),
+            html_escape(e["created"]));
+    }
+    const std::string entries =
+        rows.empty() ? "<p>No run has been submitted to this track.</p>\n"
+                     : "<table>\n<tr><th>entry</th><th>participant</th><th>status</th><th>steps</th>"
+                       "<th>signed head</th><th>received</th></tr>\n" + rows + "</table>\n";
     return {200, "text/html; charset=utf-8",
             page(t->title, "<p>Track <code>" + html_escape(t->id) + "</code></p>\n" +
-                               track_rules_html(*t))};
+                               track_rules_html(*t) + "<h2>Entries</h2>\n" + entries)};
   }
   return {404, "text/html; charset=utf-8", page("Not found", "<p>Nothing at " + html_escape(path) + ".</p>\n")};
 }

@@ -7,6 +7,8 @@
 //                                                       GET /api/me            the token's participant
 //   GET /api/files/SHA256?size=N   begin (or look at) an upload: {"offset": bytes it holds}
 //   PUT /api/files/SHA256?offset=O a piece at O; the last one is checked and publishes the file
+//   POST /api/entries              submit a run (board/entries.h): 201 and the entry with its receipt
+//   GET /api/entries/ID            one entry
 //
 // Uploads are pieces of a file announced by hash and size (board/blob_store.h), so a broken
 // connection resumes at the offset reached. Acting as a participant takes `Authorization: Bearer TOKEN` (board/participants.h); without a
@@ -21,6 +23,7 @@
 
 #include "board/blob_store.h"
 #include "board/db.h"
+#include "board/entries.h"
 #include "board/participants.h"
 #include "board/track.h"
 
@@ -43,7 +46,8 @@ class Site {
  public:
   // `db` (migrated, board/participants.h) holds the participants; the site uses it from the
   // server's threads one at a time.
-  Site(std::vector<Track> tracks, Db& db, BlobStore& files);
+  // `key` signs the receipts of entries.
+  Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key);
   Response handle(const Request& r) const;
 
  private:
@@ -53,6 +57,7 @@ class Site {
   std::vector<Track> tracks_;
   Db& db_;
   BlobStore& files_;
+  const witness::SigningKey& key_;
   mutable std::mutex db_mutex_, files_mutex_;
 };
 

@@ -12,6 +12,7 @@
 #include "board/server.h"
 #include "board/site.h"
 #include "board/track.h"
+#include "witness/log/signing.h"
 #include "core/error.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/manifest.h"
@@ -79,6 +80,45 @@ int board_upload(const std::vector<fs::path>& files, const std::string& server,
   return 0;
 }
 
+int board_submit(const fs::path& run, const std::string& server, const std::string& token_flag,
+                 const std::string& track, const std::string& name) {
+  std::string token = token_flag;
+  if (token.empty())
+    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
+  if (token.empty()) fail("submitting needs a participant's token: --token or WIT_BOARD_TOKEN");
+  std::vector<std::string> names = {"witness.h5", "config.yaml", "model.safetensors"};
+  for (const char* n : {"witness.h5", "config.yaml", "model.safetensors"})
+    if (!fs::is_regular_file(run / n)) fail("{} has no {}: is it a finished run?", run.string(), n);
+  if (fs::is_directory(run / "checkpoints"))
+    for (const auto& e : fs::directory_iterator(run / "checkpoints"))
+      if (e.path().extension() == ".ckpt") names.push_back("checkpoints/" + e.path().filename().string());
+  board::Client client(server, token);
+  nlohmann::json files = nlohmann::json::object();
+  for (const std::string& n : names)
+    files[n] = to_hex(client.upload(run / n, [](const std::string& line) {
+      fmt::print("{}\n", line);
+      std::fflush(stdout);
+    }));
+  const nlohmann::json entry =
+      client.call("POST", "/api/entries", nlohmann::json{{"track", track}, {"name", name}, {"files", files}}.dump());
+  nlohmann::json receipt = entry["receipt"];
+  const std::string signature = receipt["signature"];
+  receipt.erase("signature");
+  const witness::PublicKey board_key = witness::load_public_key(receipt["board_key"].get<std::string>());
+  witness::Signature sig{};
+  const Digest a = digest_from_hex(signature.substr(0, 64), "signature"),
+               b = digest_from_hex(signature.substr(64), "signature");
+  std::copy(a.begin(), a.end(), sig.begin());
+  std::copy(b.begin(), b.end(), sig.begin() + 32);
+  if (!witness::verify_signature(board_key, "wit-board-receipt-v1" + receipt.dump(), sig))
+    fail("the board's receipt for entry {} does not verify", entry.value("id", "?"));
+  fmt::print("submitted {} to {} as entry {} ({}): signed head {}, {} steps\n"
+             "receipt signed by the board's key {}\n",
+             run.string(), track, entry["id"].get<std::string>(), entry["status"].get<std::string>(),
+             entry["head"].get<std::string>(), entry["steps"].get<int64_t>(), witness::key_id(board_key));
+  return 0;
+}
+
 int board_add_participant(const std::string& where, const std::string& name, bool admin) {
   auto db = board::Db::open(where);
   board::migrate(*db);
@@ -89,7 +129,7 @@ int board_add_participant(const std::string& where, const std::string& name, boo
 }
 
 int board_serve(const fs::path& tracks_file, const std::string& where, const fs::path& files_dir,
-                const std::string& listen, int threads) {
+                const fs::path& key_file, const std::string& listen, int threads) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon + 1 == listen.size() ||
       listen.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
@@ -103,14 +143,18 @@ int board_serve(const fs::path& tracks_file, const std::string& where, const fs:
   auto db = board::Db::open(where);
   board::migrate(*db);
   board::BlobStore files(files_dir);
-  const board::Site site(board::load_tracks(tracks_file), *db, files);
+  if (!fs::exists(key_file))
+    fail("the board's signing key {} does not exist: make one with `wit keygen --out {}`",
+         key_file.string(), key_file.string());
+  const witness::SigningKey key = witness::SigningKey::load(key_file);
+  const board::Site site(board::load_tracks(tracks_file), *db, files, key);
   board::Server server(site, o);
   server.stop_on_interrupt([](int sig) {
     fmt::print("wit board: {}, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
     std::fflush(stdout);
   });
-  fmt::print("wit board: serving {} on http://{}:{}/ (Ctrl-C to stop)\n", tracks_file.string(),
-             o.host, server.port());
+  fmt::print("wit board: serving {} on http://{}:{}/ (Ctrl-C to stop), receipts signed by key {}\n",
+             tracks_file.string(), o.host, server.port(), witness::key_id(key.public_key()));
   std::fflush(stdout);
   server.run();
   return 0;

@@ -174,6 +174,9 @@ void add_board(CLI::App& app) {
   serve->add_option("--files", *files,
                     "Where uploaded files are kept, by content hash (created if missing)")
       ->capture_default_str();
+  auto key = std::make_shared<std::filesystem::path>("board-key.pem");
+  serve->add_option("--key", *key, "The board's signing key for receipts (wit keygen makes one)")
+      ->capture_default_str();
   auto name = std::make_shared<std::string>();
   auto admin = std::make_shared<bool>(false);
   auto* participant = board->add_subcommand(
@@ -190,10 +193,23 @@ void add_board(CLI::App& app) {
   upload->add_option("files", *upload_files, "Files to upload")->required();
   upload->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
   upload->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
+  auto run_dir = std::make_shared<std::filesystem::path>();
+  auto track = std::make_shared<std::string>();
+  auto entry_name = std::make_shared<std::string>();
+  auto* submit = board->add_subcommand(
+      "submit", "Upload a finished run (witness log, config, model, checkpoints) and enter it in a "
+                "track; prints the entry and the board's signed receipt");
+  submit->add_option("run", *run_dir, "The run directory")->required();
+  submit->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
+  submit->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
+  submit->add_option("--track", *track, "The track to enter")->required();
+  submit->add_option("--name", *entry_name, "The entry's name on the board")->required();
   actions()[board] = [=] {
     if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
+    if (board->got_subcommand(submit))
+      return board_submit(*run_dir, *server, *token, *track, *entry_name);
     if (board->got_subcommand(upload)) return board_upload(*upload_files, *server, *token);
-    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *db, *files, *listen, *threads);
+    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *db, *files, *key, *listen, *threads);
     if (board->got_subcommand(participant)) return board_add_participant(*db, *name, *admin);
     return board_dataset(*data_dir);
   };

@@ -118,6 +118,7 @@ TEST_P(DbTest, ConcurrentReadModifyWritesFromTwoConnectionsLoseNothing) {
 }
 
 TEST_P(DbTest, ParticipantsAreFoundByTokenWhichIsStoredOnlyHashed) {
+  db_->exec("DROP TABLE IF EXISTS board_entries");
   db_->exec("DROP TABLE IF EXISTS board_participants");
   migrate(*db_);
   migrate(*db_);  // again: nothing changes
@@ -141,6 +142,7 @@ TEST_P(DbTest, ParticipantsAreFoundByTokenWhichIsStoredOnlyHashed) {
                        "a participant named 'lab-a' exists already"));
   EXPECT_TRUE(contains(error_of([&] { add_participant(*db_, "../evil", false); }),
                        "participant name '../evil'"));
+  db_->exec("DROP TABLE board_entries");
   db_->exec("DROP TABLE board_participants");
 }
 

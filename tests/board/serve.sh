@@ -11,8 +11,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d /tmp/wit-serve-XXXXXX)
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 token=$("$wit" board participant lab-a --db "$work/board.sqlite" | tail -1)
+"$wit" keygen --out "$work/board-key.pem" >/dev/null
+out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
+  --files "$work/files" --key "$work/none.pem" --listen 127.0.0.1:0 2>&1) && fail "served without a key"
+grep -q "wit keygen --out" <<<"$out" || fail "a missing key is not explained: $out"
 "$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
-  --files "$work/files" --listen 127.0.0.1:0 >"$work/out" 2>&1 &
+  --files "$work/files" --key "$work/board-key.pem" --listen 127.0.0.1:0 >"$work/out" 2>&1 &
 pid=$!
 url=""
 for _ in $(seq 100); do
@@ -58,13 +62,42 @@ cmp -s "$work/big.bin" "$work/files/blobs/${sha:0:2}/${sha:2}" || fail "the stor
 [ -z "$(ls "$work/files/partial")" ] || fail "partial files left behind"
 out=$("$wit" board upload "$work/big.bin" --server "$url" --token "wit_$(printf '0%.0s' $(seq 64))" 2>&1) &&
   fail "an unknown token uploaded"
-echo "$out" | grep -q "401" || fail "no 401 for an unknown token: $out"
+grep -q "401" <<<"$out" || fail "no 401 for an unknown token: $out"
+
+# A finished tiny run, within kjv-tiny's rules, submitted: uploaded, checked, recorded with its
+# signed head and a receipt the client verifies; one over the budget is refused with the reason.
+export WIT_SIGNING_KEY="$work/trainer.pem"
+"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
+"$wit" prepare --out "$work/kjv" >/dev/null || fail prepare
+small=(--set data.dir="$work/kjv" --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32
+       --set train.threads=1 --set train.checkpoint_every=1 --set train.eval_every=0
+       --set witness.fingerprint_every=1 --set train.steps=2)
+"$wit" train "$src/configs/tiny.yaml" "${small[@]}" --out "$work/run" -q >/dev/null || fail "train"
+"$wit" board submit "$work/run" --server "$url" --token "$token" --track kjv-tiny --name "first try" \
+  >"$work/submit" 2>&1 || { cat "$work/submit"; fail "submit"; }
+grep -q "as entry [0-9a-f]* (received): signed head [0-9a-f]*, 2 steps" "$work/submit" ||
+  { cat "$work/submit"; fail "no entry line"; }
+grep -q "receipt signed by the board's key $(sed -n 's/.*receipts signed by key //p' "$work/out")" "$work/submit" ||
+  fail "the receipt is not the serving board's"
+/usr/bin/python3 - "$url" <<'PY' || fail "the entry is not on the track"
+import json, sys, urllib.request
+url = sys.argv[1]
+track = json.load(urllib.request.urlopen(url + "api/tracks/kjv-tiny"))
+assert [e["name"] for e in track["entries"]] == ["first try"], track["entries"]
+entry = json.load(urllib.request.urlopen(url + "api/entries/" + track["entries"][0]["id"]))
+assert entry["participant"] == "lab-a" and entry["steps"] == 2
+assert "first try" in urllib.request.urlopen(url + "tracks/kjv-tiny").read().decode()
+PY
+out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track gpt2-124m-kjv --name x 2>&1) &&
+  fail "a run on another dataset was entered"
+grep -q "400 the run may not enter gpt2-124m-kjv: trained on dataset" <<<"$out" || fail "no refusal: $out"
+echo "submit: entry recorded with its signed head and a verified receipt; a run for another dataset refused"
 
 kill -TERM $pid
 wait $pid || fail "exit $? after SIGTERM"
 grep -q "terminated, stopping" "$work/out" || fail "no stopping line"
-out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --files "$work/files" --listen nowhere 2>&1) && fail "--listen nowhere accepted"
-echo "$out" | grep -q "expected HOST:PORT" || fail "bad --listen not explained: $out"
-out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --files "$work/files" --listen 192.0.2.1:80 2>&1) && fail "a foreign address accepted"
-echo "$out" | grep -q "cannot listen on 192.0.2.1:80" || fail "unusable address not named: $out"
+out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --files "$work/files" --key "$work/board-key.pem" --listen nowhere 2>&1) && fail "--listen nowhere accepted"
+grep -q "expected HOST:PORT" <<<"$out" || fail "bad --listen not explained: $out"
+out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" --files "$work/files" --key "$work/board-key.pem" --listen 192.0.2.1:80 2>&1) && fail "a foreign address accepted"
+grep -q "cannot listen on 192.0.2.1:80" <<<"$out" || fail "unusable address not named: $out"
 echo "serve: all passed"

@@ -47,7 +47,7 @@ class ServerTest : public ::testing::Test {
     migrate(*db_);
     token_ = add_participant(*db_, "lab-a", false);
     files_ = std::make_unique<BlobStore>(dir_.path() / "files");
-    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_);
+    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_, key_);
     ServerOptions o;
     o.port = 0;
     o.max_body = 1024;
@@ -98,6 +98,7 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<Db> db_;
   std::string token_;
   std::unique_ptr<BlobStore> files_;
+  witness::SigningKey key_ = witness::SigningKey::generate();
   std::unique_ptr<Site> site_;
   std::unique_ptr<Server> server_;
   std::thread thread_;
@@ -165,6 +166,39 @@ TEST_F(ServerTest, AFileArrivesInPiecesAndIsKeptOnlyWhenItsHashMatches) {
                                 token_ + "\r\nContent-Length: " + std::to_string(17 << 20) + "\r\n\r\n");
   EXPECT_TRUE(contains(reply, "413")) << reply.substr(0, 200);
   EXPECT_TRUE(contains(reply, "limit of 16777216 bytes"));
+}
+
+TEST_F(ServerTest, ASubmissionIsCheckedBeforeAnythingIsRecorded) {
+  auto post = [&](const std::string& body, const std::string& token) {
+    return request(http::verb::post, "/api/entries", body, token);
+  };
+  EXPECT_EQ(post("{}", "").result_int(), 401);
+  auto error = [&](const std::string& body) {
+    const auto res = post(body, token_);
+    EXPECT_EQ(res.result_int(), 400) << body;
+    return nlohmann::json::parse(res.body())["error"].get<std::string>();
+  };
+  EXPECT_TRUE(contains(error("{not json"), "not JSON"));
+  EXPECT_TRUE(contains(error(R"({"track": "kjv-tiny"})"), "no string 'name'"));
+  const std::string sha(64, 'a');
+  const std::string files = R"("files": {"witness.h5": ")" + sha + R"(", "config.yaml": ")" + sha +
+                            R"(", "model.safetensors": ")" + sha + R"("})";
+  EXPECT_TRUE(contains(error(R"({"track": "nope", "name": "a", )" + files + "}"), "no track 'nope'"));
+  EXPECT_TRUE(contains(error(R"({"track": "kjv-tiny", "name": "a", )" + files + "}"),
+                       "witness.h5 (aaaaaaaaaaaaaaaa) has not been uploaded"));
+  EXPECT_TRUE(contains(error(R"({"track": "kjv-tiny", "name": "a", "files": {"../x": ")" + sha + "\"}}"),
+                       "file '../x'"));
+  // Uploaded files that are not a witness log.
+  const std::string junk = "not an HDF5 file";
+  const std::string junk_sha = to_hex(sha256(junk));
+  request(http::verb::get, "/api/files/" + junk_sha + "?size=" + std::to_string(junk.size()), "", token_);
+  request(http::verb::put, "/api/files/" + junk_sha + "?offset=0", junk, token_);
+  const std::string as_log = R"("files": {"witness.h5": ")" + junk_sha + R"(", "config.yaml": ")" +
+                             junk_sha + R"(", "model.safetensors": ")" + junk_sha + R"("})";
+  EXPECT_TRUE(contains(error(R"({"track": "kjv-tiny", "name": "a", )" + as_log + "}"),
+                       "witness.h5 is not a witness log"));
+  EXPECT_EQ(db_->query("SELECT id FROM board_entries").size(), 0u);
+  EXPECT_EQ(request(http::verb::get, "/api/entries/none").result_int(), 404);
 }
 
 TEST_F(ServerTest, PagesAreHtmlWithTheOperatorsTextEscaped) {

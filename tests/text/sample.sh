@@ -36,7 +36,7 @@ expect_error() {  # PATTERN COMMAND...
   local pattern=$1 out
   shift
   out=$("$@" 2>&1) && fail "succeeded: $*"
-  echo "$out" | grep -q "$pattern" || fail "no '$pattern' from: $* -> $out"
+  grep -q "$pattern" <<<"$out" || fail "no '$pattern' from: $* -> $out"
 }
 long=$(printf 'x%.0s' $(seq 40))
 expect_error "longer than the model's context of 32" "$wit" sample "$work/b" -p "$long"

@@ -1,0 +1,159 @@
+#include "board/entries.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <regex>
+
+#include "board/ids.h"
+#include "core/error.h"
+#include "witness/log/format.h"
+#include "witness/log/reader.h"
+
+namespace wit::board {
+
+namespace {
+
+// The file names a run directory holds that the board takes: nothing else, no paths.
+bool allowed_file(const std::string& name) {
+  static const std::regex ckpt("checkpoints/step_[0-9]{8}\\.ckpt");
+  return name == "witness.h5" || name == "config.yaml" || name == "model.safetensors" ||
+         std::regex_match(name, ckpt);
+}
+
+nlohmann::json entry_json(const Row& r) {
+  return {{"id", r.text(0)},      {"track", r.text(1)},   {"participant", r.text(2)},
+          {"name", r.text(3)},    {"head", r.text(4)},    {"steps", r.integer(5)},
+          {"status", r.text(6)},  {"created", r.text(7)},
+          {"receipt", nlohmann::json::parse(r.text(8))}};
+}
+
+const char* kEntryColumns =
+    "e.id, e.track, p.name, e.name, e.head, e.steps, e.status, e.created, e.receipt";
+
+}  // namespace
+
+void migrate_entries(Db& db) {
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_entries ("
+      " id TEXT PRIMARY KEY,"
+      " track TEXT NOT NULL,"
+      " participant TEXT NOT NULL REFERENCES board_participants(id),"
+      " name TEXT NOT NULL,"
+      " head TEXT NOT NULL,"
+      " steps BIGINT NOT NULL,"
+      " files TEXT NOT NULL,"
+      " status TEXT NOT NULL,"
+      " created TEXT NOT NULL,"
+      " receipt TEXT NOT NULL)");
+}
+
+Submission parse_submission(const std::string& body) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    fail("the submission is not JSON: {}", e.what());
+  }
+  if (!j.is_object()) fail("the submission must be a JSON object");
+  Submission s;
+  for (const char* key : {"track", "name"}) {
+    if (!j.contains(key) || !j[key].is_string()) fail("the submission has no string '{}'", key);
+  }
+  s.track = j["track"];
+  s.name = j["name"];
+  if (s.name.empty() || s.name.size() > 100 ||
+      s.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ._-") !=
+          std::string::npos)
+    fail("entry name '{}': use 1 to 100 letters, digits, spaces, '.', '_' or '-'", s.name);
+  if (!j.contains("files") || !j["files"].is_object()) fail("the submission has no object 'files'");
+  for (const auto& [name, sha] : j["files"].items()) {
+    if (!allowed_file(name))
+      fail("file '{}': a submission holds witness.h5, config.yaml, model.safetensors and "
+           "checkpoints/step_NNNNNNNN.ckpt only",
+           name);
+    if (!sha.is_string() || sha.get<std::string>().size() != 64 ||
+        sha.get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
+      fail("file '{}': its SHA-256 must be 64 lowercase hex digits", name);
+    s.files[name] = sha;
+  }
+  for (const char* need : {"witness.h5", "config.yaml", "model.safetensors"})
+    if (!s.files.count(need)) fail("the submission has no {}", need);
+  return s;
+}
+
+nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Track>& tracks,
+                            const witness::SigningKey& board_key, const Participant& p,
+                            const Submission& s) {
+  const Track* track = nullptr;
+  for (const Track& t : tracks)
+    if (t.id == s.track) track = &t;
+  if (!track) fail("no track '{}'", s.track);
+  auto uploaded = [&](const std::string& name, const std::string& sha) {
+    if (!files.has(digest_from_hex(sha, name)))
+      fail("{} ({}) has not been uploaded (PUT /api/files/{})", name, sha.substr(0, 16), sha);
+  };
+  uploaded("witness.h5", s.files.at("witness.h5"));  // the log first: it says what else is needed
+  for (const auto& [name, sha] : s.files) uploaded(name, sha);
+  const auto log_path = files.path_of(digest_from_hex(s.files.at("witness.h5"), "witness.h5"));
+  witness::WitnessLog log;
+  try {
+    log = witness::read_log(*log_path);
+  } catch (const Error& e) {
+    fail("witness.h5 is not a witness log: {}", e.what());
+  }
+  const witness::LogReport report = witness::check_log(log);
+  if (!report.ok()) fail("witness.h5 does not check: {}", report.problems.front().text());
+  if (!report.complete || !report.signed_heads || report.signed_steps != report.valid_steps)
+    fail("witness.h5: the run is not complete and signed ({} of {} steps signed)",
+         report.signed_steps, report.config ? report.config->train.steps : 0);
+  const std::vector<std::string> problems = entry_problems(*track, log.meta);
+  if (!problems.empty())
+    fail("the run may not enter {}: {}", track->id, fmt::format("{}", fmt::join(problems, "; ")));
+  for (const auto& row : log.tables.checkpoints) {
+    const std::string name = witness::checkpoint_file_name(row.fields.step);
+    if (!s.files.count(name)) fail("the log commits to {}, which the submission lacks", name);
+  }
+  const std::string head = to_hex(witness::head_hash(*report.signed_heads));
+  const std::string id = random_hex(8), created = utc_now();
+  nlohmann::json receipt = {{"board_key", to_hex(board_key.public_key())},
+                            {"entry", id},
+                            {"track", track->id},
+                            {"participant", p.name},
+                            {"name", s.name},
+                            {"head", head},
+                            {"steps", report.signed_steps},
+                            {"files", s.files},
+                            {"received", created}};
+  const witness::Signature sig = board_key.sign("wit-board-receipt-v1" + receipt.dump());
+  receipt["signature"] = to_hex(sig.data(), sig.size());
+  db.exec(
+      "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
+      "created, receipt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+      {id, track->id, p.id, s.name, head, int64_t(report.signed_steps),
+       nlohmann::json(s.files).dump(), std::string("received"), created, receipt.dump()});
+  return *entry_by_id(db, id);
+}
+
+std::vector<nlohmann::json> track_entries(Db& db, const std::string& track) {
+  std::vector<nlohmann::json> out;
+  for (const Row& r : db.query(fmt::format("SELECT {} FROM board_entries e JOIN board_participants p "
+                                           "ON p.id = e.participant WHERE e.track = $1 "
+                                           "ORDER BY e.created DESC, e.id",
+                                           kEntryColumns),
+                               {track}))
+    out.push_back(entry_json(r));
+  return out;
+}
+
+std::optional<nlohmann::json> entry_by_id(Db& db, const std::string& id) {
+  const auto rows = db.query(fmt::format("SELECT {} FROM board_entries e JOIN board_participants p "
+                                         "ON p.id = e.participant WHERE e.id = $1",
+                                         kEntryColumns),
+                             {id});
+  if (rows.empty()) return std::nullopt;
+  return entry_json(rows[0]);
+}
+
+}  // namespace wit::board

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `wit board serve`: on a free loopback port it serves the shipped tracks' pages and API, knows
 # a participant added with `wit board participant` by its token, takes a 64 MiB upload that was
-# stopped after its first piece and resumed, and SIGTERM stops it with exit 0; a bad --listen or
-# an unusable address is refused.
+# stopped after its first piece and resumed, enters a real run (and refuses one for another
+# track's dataset), survives kill -9 mid-upload with its state, and SIGTERM stops it with exit
+# 0; a bad --listen or an unusable address is refused.
 # Usage: serve.sh WIT_BINARY SOURCE_DIR
 set -uo pipefail
 wit=$1
@@ -15,16 +16,20 @@ token=$("$wit" board participant lab-a --db "$work/board.sqlite" | tail -1)
 out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
   --files "$work/files" --key "$work/none.pem" --listen 127.0.0.1:0 2>&1) && fail "served without a key"
 grep -q "wit keygen --out" <<<"$out" || fail "a missing key is not explained: $out"
-"$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
-  --files "$work/files" --key "$work/board-key.pem" --listen 127.0.0.1:0 >"$work/out" 2>&1 &
-pid=$!
-url=""
-for _ in $(seq 100); do
-  url=$(sed -n 's|.* on \(http://[0-9.:]*/\).*|\1|p' "$work/out")
-  [ -n "$url" ] && break
-  sleep 0.05
-done
-[ -n "$url" ] || { cat "$work/out"; fail "the server did not say where it listens"; }
+# Starts the board on a free port: its pid in $pid, its address in $url.
+start_server() {
+  "$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
+    --files "$work/files" --key "$work/board-key.pem" --listen 127.0.0.1:0 >"$work/out" 2>&1 &
+  pid=$!
+  url=""
+  for _ in $(seq 100); do
+    url=$(sed -n 's|.* on \(http://[0-9.:]*/\).*|\1|p' "$work/out")
+    [ -n "$url" ] && break
+    sleep 0.05
+  done
+  [ -n "$url" ] || { cat "$work/out"; fail "the server did not say where it listens"; }
+}
+start_server
 /usr/bin/python3 - "$url" "$token" <<'PY' || fail "the pages or the API"
 import json, sys, urllib.error, urllib.request
 url, token = sys.argv[1], sys.argv[2]
@@ -92,6 +97,31 @@ out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track g
   fail "a run on another dataset was entered"
 grep -q "400 the run may not enter gpt2-124m-kjv: trained on dataset" <<<"$out" || fail "no refusal: $out"
 echo "submit: entry recorded with its signed head and a verified receipt; a run for another dataset refused"
+
+# kill -9 of the board in the middle of an upload: after a restart the entry and the token are
+# still there, the half upload was never visible, and it resumes to the same bytes.
+head -c $((48 << 20)) /dev/urandom >"$work/big2.bin"
+sha2=$(sha256sum "$work/big2.bin" | cut -c1-64)
+"$wit" board upload "$work/big2.bin" --server "$url" --token "$token" >"$work/up3" 2>&1 &
+up=$!
+for _ in $(seq 200); do grep -q "bytes (" "$work/up3" && break; sleep 0.02; done
+kill -9 $pid $up 2>/dev/null
+wait $pid $up 2>/dev/null
+[ -e "$work/files/blobs/${sha2:0:2}/${sha2:2}" ] && ! grep -q "(100%)" "$work/up3" &&
+  fail "a half upload is visible after the board was killed"
+start_server
+/usr/bin/python3 - "$url" "$token" <<'PY' || fail "the state after a kill -9"
+import json, sys, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+me = urllib.request.Request(url + "api/me", headers={"Authorization": "Bearer " + token})
+assert json.load(urllib.request.urlopen(me))["name"] == "lab-a"
+entries = json.load(urllib.request.urlopen(url + "api/tracks/kjv-tiny"))["entries"]
+assert [e["name"] for e in entries] == ["first try"], entries
+PY
+"$wit" board upload "$work/big2.bin" --server "$url" --token "$token" >"$work/up4" 2>&1 ||
+  { cat "$work/up4"; fail "the upload after the restart"; }
+cmp -s "$work/big2.bin" "$work/files/blobs/${sha2:0:2}/${sha2:2}" || fail "the stored file differs after the restart"
+echo "board killed with -9 mid-upload: restarted with its entry and token; upload $(grep -o "resuming at byte [0-9]*" "$work/up4" || echo "started again"), same bytes"
 
 kill -TERM $pid
 wait $pid || fail "exit $? after SIGTERM"

@@ -30,11 +30,8 @@ export WIT_SIGNING_KEY="$work/trainer.pem"
 "$wit" keygen --out "$work/verifier.pem" >/dev/null
 "$wit" prepare --out "$work/data" >/dev/null || fail prepare
 cfg="$src/configs/tiny.yaml"
-sets=(--set data.dir="$work/data" --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
-      --set model.context=32 --set model.dropout=0.1 --set data.seq_len=16 --set train.steps=6
-      --set train.micro_batches=4 --set train.micro_batch_size=2 --set train.threads=1
-      --set train.checkpoint_every=3 --set train.eval_every=3 --set witness.fingerprint_every=2)
-heads() { "$wit" inspect "$1" --json | sed -n '/"heads"/,/}/p' | tr -d ' \n'; }
+source "$src/tests/dist/tiny_runs.sh"
+tiny_sets "$work/data"
 # launch/mpi-hostfile, started on host 1, with the binary under test.
 hostfile_train() {  # HOSTFILE N ARGS...
   on_host 1 env WIT_BINARY="$wit" "$src/launch/mpi-hostfile" "$@"
@@ -66,7 +63,6 @@ echo "h4: certified replaying on 1 process and on 2 hosts"
 # process) and ends with the same chain as an uninterrupted run.
 long=(--set data.dir="$work/data" --set train.steps=16 --set train.checkpoint_every=4
       --set train.eval_every=0 --set witness.fingerprint_every=4 --set train.threads=1)
-steps_of() { "$wit" inspect "$1" --json 2>/dev/null | sed -n 's/^  "steps": \([0-9]*\),$/\1/p'; }
 "$wit" train "$cfg" "${long[@]}" --out "$work/straight" -q >/dev/null || fail "uninterrupted run"
 straight=$(heads "$work/straight")
 # Waits for training job $1 to end, at most $2 s; prints the seconds it took from $3.

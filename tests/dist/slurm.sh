@@ -30,12 +30,8 @@ export WIT_SIGNING_KEY="$work/trainer.pem"
 "$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
 "$wit" prepare --out "$work/data" >/dev/null || fail prepare
 cfg="$src/configs/tiny.yaml"
-sets=(--set data.dir="$work/data" --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32
-      --set model.context=32 --set model.dropout=0.1 --set data.seq_len=16 --set train.steps=6
-      --set train.micro_batches=4 --set train.micro_batch_size=2 --set train.threads=1
-      --set train.checkpoint_every=3 --set train.eval_every=3 --set witness.fingerprint_every=2)
-heads() { "$wit" inspect "$1" --json | sed -n '/"heads"/,/}/p' | tr -d ' \n'; }
-steps_of() { "$wit" inspect "$1" --json 2>/dev/null | sed -n 's/^  "steps": \([0-9]*\),$/\1/p'; }
+source "$src/tests/dist/tiny_runs.sh"
+tiny_sets "$work/data"
 state_of() { on_slurm scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 # sbatch from the repository root; prints the job id.
 submit() {

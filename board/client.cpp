@@ -49,8 +49,8 @@ Client::Client(const std::string& server, std::string token) : token_(std::move(
     fail("--server {}: expected http://HOST:PORT", server);
 }
 
-nlohmann::json Client::call(const std::string& method, const std::string& target,
-                            const std::string& body) {
+std::pair<int, std::string> Client::exchange(const std::string& method, const std::string& target,
+                                             const std::string& body) {
   http::response<http::string_body> res;
   try {
     asio::io_context io;
@@ -65,20 +65,57 @@ nlohmann::json Client::call(const std::string& method, const std::string& target
     req.prepare_payload();
     http::write(stream, req);
     beast::flat_buffer buffer;
-    http::read(stream, buffer, res);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    http::read(stream, buffer, parser);
+    res = parser.release();
   } catch (const boost::system::system_error& e) {
     throw Broken(fmt::format("board at {}:{}: {} {}: {}", host_, port_, method, target, e.code().message()));
   }
+  return {res.result_int(), std::move(res.body())};
+}
+
+nlohmann::json Client::call(const std::string& method, const std::string& target,
+                            const std::string& body) {
+  const auto [status, text] = exchange(method, target, body);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(res.body());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception&) {
-    fail("board at {}:{}: {} {}: answered {} with no JSON", host_, port_, method, target, res.result_int());
+    fail("board at {}:{}: {} {}: answered {} with no JSON", host_, port_, method, target, status);
   }
-  if (res.result_int() >= 400)
-    fail("board at {}:{}: {} {}: {} {}", host_, port_, method, target, res.result_int(),
+  if (status >= 400)
+    fail("board at {}:{}: {} {}: {} {}", host_, port_, method, target, status,
          j.value("error", std::string("(no message)")));
   return j;
+}
+
+std::filesystem::path Client::download(const std::string& sha_hex, uint64_t size, BlobStore& cache,
+                                       const std::function<void(const std::string&)>& progress) {
+  const Digest sha = digest_from_hex(sha_hex, "file");
+  if (const auto have = cache.path_of(sha)) return *have;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      uint64_t at = cache.begin(sha, size);
+      while (at < size) {
+        const auto [status, bytes] =
+            exchange("GET", fmt::format("/api/files/{}/content?offset={}", sha_hex, at));
+        if (status >= 400) {
+          const auto j = nlohmann::json::parse(bytes, nullptr, false);
+          fail("board at {}:{}: file {}: {} {}", host_, port_, sha_hex.substr(0, 16), status,
+               j.is_object() ? j.value("error", std::string("(no message)")) : bytes.substr(0, 200));
+        }
+        if (bytes.empty()) fail("board at {}:{}: file {} ended at byte {} of {}", host_, port_, sha_hex.substr(0, 16), at, size);
+        at = cache.append(sha, at, bytes.data(), std::min<uint64_t>(bytes.size(), size - at));
+        progress(fmt::format("file {}: {} of {} bytes", sha_hex.substr(0, 16), at, size));
+      }
+      return cache.finish(sha);  // checks the hash: the board cannot hand over other bytes
+    } catch (const Broken& e) {
+      if (attempt >= 5) throw Error(e.what());
+      progress(fmt::format("{}; retrying", e.what()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
+    }
+  }
 }
 
 Digest Client::upload(const std::filesystem::path& file,

@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "board/blob_store.h"
 #include "core/sha256.h"
 
 namespace wit::board {
@@ -32,7 +34,15 @@ class Client {
                 const std::function<void(const std::string&)>& progress,
                 uint64_t piece_bytes = 8 << 20);
 
+  // Downloads the board's file `sha_hex` of `size` bytes into `cache` (resuming a partial
+  // download) and returns its path there; the content is checked against the hash.
+  std::filesystem::path download(const std::string& sha_hex, uint64_t size, BlobStore& cache,
+                                 const std::function<void(const std::string&)>& progress);
+
  private:
+  // One request: the status and the body as received. A broken connection throws.
+  std::pair<int, std::string> exchange(const std::string& method, const std::string& target,
+                                       const std::string& body = "");
   std::string host_, port_, token_;
 };
 

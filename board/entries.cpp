@@ -7,11 +7,14 @@
 #include <regex>
 
 #include "board/ids.h"
+#include "trainer/run_config.h"
 #include "core/error.h"
 #include "witness/log/format.h"
 #include "witness/log/reader.h"
 
 namespace wit::board {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -85,7 +88,7 @@ Submission parse_submission(const std::string& body) {
 
 nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Track>& tracks,
                             const witness::SigningKey& board_key, const Participant& p,
-                            const Submission& s) {
+                            const Submission& s, const Intake& intake) {
   const Track* track = nullptr;
   for (const Track& t : tracks)
     if (t.id == s.track) track = &t;
@@ -115,25 +118,84 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
     const std::string name = witness::checkpoint_file_name(row.fields.step);
     if (!s.files.count(name)) fail("the log commits to {}, which the submission lacks", name);
   }
-  const std::string head = to_hex(witness::head_hash(*report.signed_heads));
+  const RunConfig& rc = *report.config;
+  const int64_t steps = int64_t(report.valid_steps);
+  if (log.tables.checkpoints.empty() || int64_t(log.tables.checkpoints.back().fields.step) != steps)
+    fail("the log commits to no checkpoint after its last step {}: the published model cannot be "
+         "checked",
+         steps);
+  const witness::EvalRow* final_eval = nullptr;
+  for (const auto& e : log.tables.evals)
+    if (int64_t(e.fields.step) == steps && e.fields.split == "val" && e.fields.metric == "loss")
+      final_eval = &e;
+  if (!final_eval) fail("the log has no final val loss (after step {}) to rank the run by", steps);
+
+  // The facts the certificate states, all from the signed log and the files' hashes.
+  EntryFacts facts;
+  const witness::Heads& head = *report.signed_heads;
+  facts.certificate_fields = {
+      {"genesis", to_hex(log.genesis)},
+      {"signed_head",
+       {{"hash", to_hex(witness::head_hash(head))},
+        {"steps", head.steps},
+        {"fingerprints", head.fingerprints},
+        {"checkpoints", head.checkpoints},
+        {"evals", head.evals}}},
+      {"manifest_root", to_hex(log.meta.manifest_root)},
+      {"data_layout", to_hex(log.meta.data_layout)},
+      {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
+      {"model_sha256", s.files.at("model.safetensors")},
+      {"final_state_hash", to_hex(log.tables.checkpoints.back().fields.state_hash)}};
+  facts.steps = steps;
+  facts.segment_steps = rc.train.checkpoint_every > 0 ? std::min(rc.train.checkpoint_every, steps) : steps;
+  facts.segments = (steps + facts.segment_steps - 1) / facts.segment_steps;
+  facts.val_loss = final_eval->fields.value;
+  facts.params = int64_t(log.meta.num_params);
+  facts.tokens = rc.train.steps * rc.tokens_per_step();
+
+  // The cheap stages at once, on the board's own copies of the files and of the dataset.
+  const auto data = intake.datasets.find(to_hex(track->manifest_root), to_hex(track->data_layout));
+  if (!data) fail("this board holds no copy of track {}'s dataset, so it takes no entries", track->id);
+  const fs::path dir = intake.work_dir / ("audit-" + random_hex(8));
+  ReplayResult audit;
+  try {
+    link_run(files, s.files, dir);
+    audit = intake.checks.audit(dir, *data);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
+  }
+  fs::remove_all(dir);
+
+  const std::string head_hex = to_hex(witness::head_hash(head));
   const std::string id = random_hex(8), created = utc_now();
   nlohmann::json receipt = {{"board_key", to_hex(board_key.public_key())},
                             {"entry", id},
                             {"track", track->id},
                             {"participant", p.name},
                             {"name", s.name},
-                            {"head", head},
+                            {"head", head_hex},
                             {"steps", report.signed_steps},
                             {"files", s.files},
                             {"received", created}};
   const witness::Signature sig = board_key.sign("wit-board-receipt-v1" + receipt.dump());
   receipt["signature"] = to_hex(sig.data(), sig.size());
-  db.exec(
-      "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
-      "created, receipt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-      {id, track->id, p.id, s.name, head, int64_t(report.signed_steps),
-       nlohmann::json(s.files).dump(), std::string("received"), created, receipt.dump()});
-  return *entry_by_id(db, id);
+  std::lock_guard<std::mutex> lock(intake.db_mutex);
+  JobQueue q(db, intake.policy, board_key);
+  db.transaction([&] {
+    db.exec(
+        "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
+        "created, receipt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        {id, track->id, p.id, s.name, head_hex, int64_t(report.signed_steps),
+         nlohmann::json(s.files).dump(), std::string("verifying"), created, receipt.dump()});
+    q.record(id, facts, audit);
+  });
+  // Drawn only now that the entry is committed: nothing it holds can steer the draws.
+  q.schedule(id);
+  nlohmann::json out = *entry_by_id(db, id);
+  out["verification"] = q.verification(id, false);
+  return out;
 }
 
 std::vector<nlohmann::json> track_entries(Db& db, const std::string& track) {

@@ -5,7 +5,9 @@
 // board's key, binds the entry to that head: a later upload cannot swap the run.
 #pragma once
 
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +16,10 @@
 
 #include "board/blob_store.h"
 #include "board/db.h"
+#include "board/jobs.h"
 #include "board/participants.h"
 #include "board/track.h"
+#include "board/worker.h"
 #include "witness/log/signing.h"
 
 namespace wit::board {
@@ -28,11 +32,23 @@ struct Submission {
 // Parses a submission's JSON; an Error names what is missing or malformed.
 Submission parse_submission(const std::string& body);
 
-// Checks `s` and records it as a new entry of `p`; returns the entry as the API shows it, with
-// its receipt. An Error says why the submission is refused (nothing is recorded then).
+// What the board needs to take an entry in: its verification policy, the checks it runs at
+// once (structure and data audit), the datasets it holds, and where it links runs to check them.
+struct Intake {
+  const VerifyPolicy& policy;
+  const Checks& checks;
+  const Datasets& datasets;
+  std::filesystem::path work_dir;
+  std::mutex& db_mutex;  // held while the database is used (never during the audit)
+};
+
+// Checks `s`, audits the run (structure and data) and records it as a new entry of `p`, then
+// draws its challenges. Returns the entry as the API shows it, with its receipt. An Error says
+// why the submission is refused (nothing is recorded then). A run whose audit fails is recorded,
+// struck, with the first failing step and field.
 nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Track>& tracks,
                             const witness::SigningKey& board_key, const Participant& p,
-                            const Submission& s);
+                            const Submission& s, const Intake& intake);
 
 // The entries of a track, newest first, and one entry by id.
 std::vector<nlohmann::json> track_entries(Db& db, const std::string& track);

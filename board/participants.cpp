@@ -1,6 +1,7 @@
 #include "board/participants.h"
 
 #include "board/ids.h"
+#include "board/jobs.h"
 #include "core/error.h"
 #include "core/sha256.h"
 
@@ -21,6 +22,7 @@ void migrate(Db& db) {
       " admin BIGINT NOT NULL,"
       " created TEXT NOT NULL)");
   migrate_entries(db);
+  migrate_jobs(db);
 }
 
 std::string add_participant(Db& db, const std::string& name, bool admin) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <optional>
 
 #include "core/error.h"
@@ -10,6 +11,8 @@
 namespace wit::board {
 
 namespace {
+
+constexpr uint64_t kDownloadPiece = 16 << 20;
 
 nlohmann::json track_json(const Track& t) {
   return {{"id", t.id},
@@ -35,6 +38,8 @@ Response api_error(int status, const std::string& message) {
   return json(status, {{"error", message}});
 }
 
+}  // namespace
+
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -47,21 +52,6 @@ std::string page(const std::string& title, const std::string& body) {
       html_escape(title), body);
 }
 
-std::string track_rules_html(const Track& t) {
-  return fmt::format(
-      "<table>\n"
-      "<tr><th>dataset</th><td>manifest root <code>{}</code>, layout <code>{}</code> ({} "
-      "tokens)</td></tr>\n"
-      "<tr><th>model</th><td>{}, at most {} parameters</td></tr>\n"
-      "<tr><th>budget</th><td>at most {} training tokens</td></tr>\n"
-      "<tr><th>ranked by</th><td>{} {} over {} sequences of {} tokens</td></tr>\n"
-      "</table>\n",
-      to_hex(t.manifest_root), to_hex(t.data_layout), html_escape(t.tokenizer),
-      html_escape(t.family), t.max_params, t.max_tokens, html_escape(t.split),
-      html_escape(t.metric), t.eval_sequences, t.eval_seq_len);
-}
-
-}  // namespace
 
 std::string html_escape(const std::string& s) {
   std::string out;
@@ -79,8 +69,9 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-Site::Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key)
-    : tracks_(std::move(tracks)), db_(db), files_(files), key_(key) {}
+Site::Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key,
+           SiteVerification verification)
+    : tracks_(std::move(tracks)), db_(db), files_(files), key_(key), v_(std::move(verification)) {}
 
 namespace {
 
@@ -149,23 +140,141 @@ const Track* Site::find(const std::string& id) const {
   return nullptr;
 }
 
+nlohmann::json Site::entry_with_verification(const std::string& id, bool full) const {
+  auto e = entry_by_id(db_, id);
+  if (!e) return nullptr;
+  JobQueue q(db_, v_.policy, key_);
+  (*e)["verification"] = q.verification(id, full);
+  return *e;
+}
+
+Response Site::download(const Request& r, const std::string& hex) const {
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return api_error(400, "a file is named by its SHA-256: 64 lowercase hex digits");
+  if (!caller(r)) return api_error(401, "downloading takes a participant's token (Authorization: Bearer TOKEN)");
+  const auto path = files_.path_of(digest_from_hex(hex, "file"));
+  if (!path) return api_error(404, fmt::format("no file {}", hex));
+  const auto offset = number(query_value(r.target, "offset"));
+  if (!offset) return api_error(400, "GET /api/files/SHA256/content needs ?offset=BYTE");
+  std::ifstream in(*path, std::ios::binary);
+  const uint64_t size = std::filesystem::file_size(*path);
+  if (*offset > size) return api_error(400, fmt::format("offset {} is past the file's {} bytes", *offset, size));
+  const uint64_t n = std::min<uint64_t>(kDownloadPiece, size - *offset);
+  std::string bytes(n, '\0');
+  in.seekg(std::streamoff(*offset));
+  in.read(bytes.data(), std::streamsize(n));
+  if (!in) return api_error(500, fmt::format("cannot read file {}", hex));
+  return {200, "application/octet-stream", std::move(bytes)};
+}
+
+Response Site::jobs(const Request& r, const std::string& path) const {
+  if (r.method != "POST") return api_error(405, fmt::format("{} is not allowed on {}", r.method, path));
+  const auto p = caller(r);
+  if (!p) return api_error(401, "verification jobs take a participant's token (Authorization: Bearer TOKEN)");
+  nlohmann::json body = nlohmann::json::object();
+  if (!r.body.empty()) {
+    body = nlohmann::json::parse(r.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return api_error(400, "the body is not a JSON object");
+  }
+  const std::string worker = body.contains("worker") && body["worker"].is_string() ? body["worker"].get<std::string>() : "";
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  JobQueue q(db_, v_.policy, key_);
+  if (q.revoked(p->id)) return api_error(403, "your worker standing was revoked: a report of yours was found wrong");
+  try {
+    if (path == "/api/jobs/lease") {
+      auto job = q.lease(p->id);
+      if (job)
+        for (const auto& [name, sha] : job->files)
+          if (const auto f = files_.path_of(digest_from_hex(sha, name)))
+            job->sizes[name] = std::filesystem::file_size(*f);
+      return json(200, {{"job", job ? job_json(*job) : nlohmann::json(nullptr)}});
+    }
+    const std::string rest = path.substr(10);  // ID/renew or ID/report
+    const size_t slash = rest.find('/');
+    if (slash == std::string::npos) return api_error(404, fmt::format("no such API path: {}", path));
+    const std::string id = rest.substr(0, slash), action = rest.substr(slash + 1);
+    if (action == "renew") {
+      if (!q.renew(id, p->id)) return api_error(409, fmt::format("job {} is not leased to you", id));
+      return json(200, {{"job", id}, {"renewed", true}});
+    }
+    if (action == "report") {
+      if (!body.contains("passed") || !body["passed"].is_boolean() || !body.contains("detail") ||
+          !body["detail"].is_string())
+        return api_error(400, "a report is {\"passed\": true|false, \"detail\": \"...\", \"seconds\": S, \"worker\": NAME}");
+      ReplayResult res{body["passed"].get<bool>(), body["detail"].get<std::string>(),
+                       body.contains("seconds") && body["seconds"].is_number() ? body["seconds"].get<double>() : 0.0};
+      q.report(id, p->id, worker, res);
+      return json(200, {{"job", id}, {"reported", true}});
+    }
+    return api_error(404, fmt::format("no such API path: {}", path));
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    return api_error(what.find("not leased to you") != std::string::npos ? 409 : 400, what);
+  }
+}
+
+Response Site::entry_api(const Request& r, const std::string& path) const {
+  const std::string rest = path.substr(13);
+  const size_t slash = rest.find('/');
+  const std::string id = rest.substr(0, slash);
+  const std::string sub = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (sub == "challenges") {
+    if (r.method != "POST") return api_error(405, fmt::format("{} is not allowed on {}", r.method, path));
+    const auto p = caller(r);
+    if (!p) return api_error(401, "re-challenging takes a participant's token (Authorization: Bearer TOKEN)");
+    const auto body = nlohmann::json::parse(r.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("count") || !body["count"].is_number_integer())
+      return api_error(400, "a re-challenge is {\"count\": K}");
+    std::lock_guard<std::mutex> lock(db_mutex_);
+    if (!entry_by_id(db_, id)) return api_error(404, fmt::format("no entry '{}'", id));
+    try {
+      JobQueue q(db_, v_.policy, key_);
+      const auto drawn = q.rechallenge(id, body["count"].get<int64_t>(), p->id);
+      return json(200, {{"entry", id}, {"drawn_segments", drawn}});
+    } catch (const Error& e) {
+      return api_error(400, e.what());
+    }
+  }
+  if (r.method != "GET" && r.method != "HEAD") return api_error(405, fmt::format("{} is not allowed on {}", r.method, path));
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  if (sub.empty()) {
+    const auto e = entry_with_verification(id, true);
+    if (e.is_null()) return api_error(404, fmt::format("no entry '{}'", id));
+    return json(200, e);
+  }
+  if (sub == "certificate") {
+    if (!entry_by_id(db_, id)) return api_error(404, fmt::format("no entry '{}'", id));
+    JobQueue q(db_, v_.policy, key_);
+    const auto c = q.certificate(id);
+    if (!c) return api_error(404, fmt::format("entry {} is not certified", id));
+    return json(200, *c);
+  }
+  return api_error(404, fmt::format("no such API path: {}", path));
+}
+
 Response Site::handle(const Request& r) const {
   const std::string path = r.target.substr(0, r.target.find('?'));
   const bool api = path.rfind("/api/", 0) == 0;
+  if (path.rfind("/api/files/", 0) == 0 && path.size() > 11 + 64 && path.substr(11 + 64) == "/content" &&
+      (r.method == "GET" || r.method == "HEAD"))
+    return download(r, path.substr(11, 64));
   if (path.rfind("/api/files/", 0) == 0 && (r.method == "GET" || r.method == "PUT"))
     return file(r, path);
+  if (path.rfind("/api/jobs/", 0) == 0) return jobs(r, path);
   if (path == "/api/entries" && r.method == "POST") {
     const auto p = caller(r);
     if (!p) return api_error(401, "submitting takes a participant's token (Authorization: Bearer TOKEN)");
     try {
       const Submission s = parse_submission(r.body);
       std::lock_guard<std::mutex> files_lock(files_mutex_);
-      std::lock_guard<std::mutex> db_lock(db_mutex_);
-      return json(201, submit_entry(db_, files_, tracks_, key_, *p, s));
+      const Intake intake{v_.policy, v_.checks, v_.datasets, v_.work_dir, db_mutex_};
+      nlohmann::json e = submit_entry(db_, files_, tracks_, key_, *p, s, intake);
+      return json(201, e);
     } catch (const Error& e) {
       return api_error(400, e.what());
     }
   }
+  if (path.rfind("/api/entries/", 0) == 0) return entry_api(r, path);
   if (r.method != "GET" && r.method != "HEAD") {
     Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
                        : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};
@@ -176,7 +285,14 @@ Response Site::handle(const Request& r) const {
       return api_error(401, "no token: send the header Authorization: Bearer TOKEN");
     const auto p = caller(r);
     if (!p) return api_error(401, "unknown token");
-    return json(200, {{"id", p->id}, {"name", p->name}, {"admin", p->admin}});
+    std::lock_guard<std::mutex> lock(db_mutex_);
+    JobQueue q(db_, v_.policy, key_);
+    return json(200, {{"id", p->id},
+                      {"name", p->name},
+                      {"admin", p->admin},
+                      {"worker_revoked", q.revoked(p->id)},
+                      {"confirmed_replays", q.contributions(p->id)},
+                      {"replays_required_to_rank", v_.policy.contribution}});
   }
   if (path == "/api/tracks") {
     nlohmann::json list = nlohmann::json::array();
@@ -189,14 +305,8 @@ Response Site::handle(const Request& r) const {
     if (!t) return api_error(404, fmt::format("no track '{}'", id));
     nlohmann::json j = track_json(*t);
     std::lock_guard<std::mutex> lock(db_mutex_);
-    j["entries"] = track_entries(db_, id);
+    j["entries"] = ranked_entries(id);
     return json(200, j);
-  }
-  if (path.rfind("/api/entries/", 0) == 0) {
-    std::lock_guard<std::mutex> lock(db_mutex_);
-    const auto e = entry_by_id(db_, path.substr(13));
-    if (!e) return api_error(404, fmt::format("no entry '{}'", path.substr(13)));
-    return json(200, *e);
   }
   if (api) return api_error(404, fmt::format("no such API path: {}", path));
   if (path == "/") {
@@ -215,24 +325,9 @@ Response Site::handle(const Request& r) const {
     const std::string id = path.substr(8);
     const Track* t = find(id);
     if (!t) return {404, "text/html; charset=utf-8", page("Not found", "<p>No track " + html_escape(id) + ".</p>\n")};
-    std::string rows;
-    {
-      std::lock_guard<std::mutex> lock(db_mutex_);
-      for (const auto& e : track_entries(db_, id))
-        rows += fmt::format(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
-            html_escape(e["name"]), html_escape(e["participant"]), html_escape(e["status"]),
-            e["steps"].get<int64_t>(), html_escape(e["head"].get<std::string>().substr(0, 16)),
-            html_escape(e["created"]));
-    }
-    const std::string entries =
-        rows.empty() ? "<p>No run has been submitted to this track.</p>\n"
-                     : "<table>\n<tr><th>entry</th><th>participant</th><th>status</th><th>steps</th>"
-                       "<th>signed head</th><th>received</th></tr>\n" + rows + "</table>\n";
-    return {200, "text/html; charset=utf-8",
-            page(t->title, "<p>Track <code>" + html_escape(t->id) + "</code></p>\n" +
-                               track_rules_html(*t) + "<h2>Entries</h2>\n" + entries)};
+    return track_page(*t);
   }
+  if (path.rfind("/entries/", 0) == 0) return entry_page(path.substr(9));
   return {404, "text/html; charset=utf-8", page("Not found", "<p>Nothing at " + html_escape(path) + ".</p>\n")};
 }
 

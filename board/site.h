@@ -7,8 +7,16 @@
 //                                                       GET /api/me            the token's participant
 //   GET /api/files/SHA256?size=N   begin (or look at) an upload: {"offset": bytes it holds}
 //   PUT /api/files/SHA256?offset=O a piece at O; the last one is checked and publishes the file
+//   GET /api/files/SHA256/content?offset=O  a published file's bytes from O (a piece of at
+//                                  most 16 MiB; a shorter piece is the last)
 //   POST /api/entries              submit a run (board/entries.h): 201 and the entry with its receipt
-//   GET /api/entries/ID            one entry
+//   GET /api/entries/ID            one entry, with its verification (board/jobs.h)
+//   GET /entries/ID                the same (HTML)
+//   GET /api/entries/ID/certificate         the board's signed certificate of a certified entry
+//   POST /api/entries/ID/challenges {"count": K}   K more segments drawn and replayed
+//   POST /api/jobs/lease {"worker": NAME}          a verification job for the caller's worker
+//   POST /api/jobs/ID/renew                        keep the lease
+//   POST /api/jobs/ID/report {"passed", "detail", "seconds", "worker"}
 //
 // Uploads are pieces of a file announced by hash and size (board/blob_store.h), so a broken
 // connection resumes at the offset reached. Acting as a participant takes `Authorization: Bearer TOKEN` (board/participants.h); without a
@@ -16,6 +24,7 @@
 // Unknown paths are 404, other methods 405; API errors are JSON {"error": "..."}.
 #pragma once
 
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,8 +33,10 @@
 #include "board/blob_store.h"
 #include "board/db.h"
 #include "board/entries.h"
+#include "board/jobs.h"
 #include "board/participants.h"
 #include "board/track.h"
+#include "board/worker.h"
 
 namespace wit::board {
 
@@ -42,26 +53,47 @@ struct Response {
   std::string body;
 };
 
+// How the board verifies what it takes in.
+struct SiteVerification {
+  VerifyPolicy policy;
+  Checks checks;        // run at submission (audit); the pool runs the replays
+  Datasets datasets;    // the tracks' datasets
+  std::filesystem::path work_dir;  // where runs are linked to be checked
+};
+
 class Site {
  public:
-  // `db` (migrated, board/participants.h) holds the participants; the site uses it from the
-  // server's threads one at a time.
-  // `key` signs the receipts of entries.
-  Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key);
+  // `db` (migrated, board/participants.h) holds the participants, entries and jobs; the site
+  // uses it from the server's threads one at a time. `key` signs receipts and certificates.
+  Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key,
+       SiteVerification verification);
   Response handle(const Request& r) const;
 
  private:
   const Track* find(const std::string& id) const;
   std::optional<Participant> caller(const Request& r) const;
   Response file(const Request& r, const std::string& path) const;
+  Response download(const Request& r, const std::string& hex) const;
+  Response jobs(const Request& r, const std::string& path) const;
+  Response entry_api(const Request& r, const std::string& path) const;
+  Response entry_page(const std::string& id) const;
+  Response track_page(const Track& t) const;
+  nlohmann::json entry_with_verification(const std::string& id, bool full) const;
+  // A track's entries in ranking order (board/pages.cpp): ranked ones by val loss, then
+  // certified ones not yet ranked, then those being verified, then struck ones.
+  nlohmann::json ranked_entries(const std::string& track) const;
+
   std::vector<Track> tracks_;
   Db& db_;
   BlobStore& files_;
   const witness::SigningKey& key_;
+  SiteVerification v_;
   mutable std::mutex db_mutex_, files_mutex_;
 };
 
 // Text made safe for HTML: & < > " ' escaped.
 std::string html_escape(const std::string& s);
+// A whole page in the board's style, `body` being HTML already.
+std::string page(const std::string& title, const std::string& body);
 
 }  // namespace wit::board

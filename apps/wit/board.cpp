@@ -5,8 +5,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
+#include <optional>
 
+#include "apps/wit/board_checks.h"
 #include "board/blob_store.h"
+#include "board/jobs.h"
 #include "board/client.h"
 #include "board/participants.h"
 #include "board/server.h"
@@ -128,35 +131,105 @@ int board_add_participant(const std::string& where, const std::string& name, boo
   return 0;
 }
 
-int board_serve(const fs::path& tracks_file, const std::string& where, const fs::path& files_dir,
-                const fs::path& key_file, const std::string& listen, int threads) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon + 1 == listen.size() ||
-      listen.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-      std::stoul(listen.substr(colon + 1)) > 65535)
-    fail("--listen {}: expected HOST:PORT, e.g. 127.0.0.1:8080", listen);
-  if (threads < 1 || threads > 256) fail("--threads {}: expected 1 to 256", threads);
-  board::ServerOptions o;
-  o.host = listen.substr(0, colon);
-  o.port = uint16_t(std::stoul(listen.substr(colon + 1)));
-  o.threads = threads;
-  auto db = board::Db::open(where);
-  board::migrate(*db);
-  board::BlobStore files(files_dir);
-  if (!fs::exists(key_file))
+int board_serve(const BoardServeOptions& o) {
+  const size_t colon = o.listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == o.listen.size() ||
+      o.listen.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+      std::stoul(o.listen.substr(colon + 1)) > 65535)
+    fail("--listen {}: expected HOST:PORT, e.g. 127.0.0.1:8080", o.listen);
+  if (o.threads < 1 || o.threads > 256) fail("--threads {}: expected 1 to 256", o.threads);
+  if (o.pool < 0 || o.pool > 64) fail("--pool {}: expected 0 to 64 workers", o.pool);
+  if (!(o.pool_delay >= 0)) fail("--pool-delay {}: expected >= 0 seconds", o.pool_delay);
+  if (!(o.lease >= 1)) fail("--lease {}: expected at least 1 second", o.lease);
+  board::ServerOptions so;
+  so.host = o.listen.substr(0, colon);
+  so.port = uint16_t(std::stoul(o.listen.substr(colon + 1)));
+  so.threads = o.threads;
+  const std::vector<board::Track> tracks = board::load_tracks(o.tracks);
+  board::SiteVerification v;
+  v.policy.challenges = o.challenges;
+  v.policy.contribution = o.contribution;
+  v.policy.spot_check = o.spot_check;
+  v.policy.pool_delay_ms = int64_t(o.pool_delay * 1000);
+  v.policy.lease_ms = int64_t(o.lease * 1000);
+  v.checks = replay_checks();
+  v.datasets = index_datasets(o.datasets);
+  v.work_dir = fs::absolute(o.files) / "work";
+  for (const board::Track& t : tracks)
+    if (!v.datasets.find(to_hex(t.manifest_root), to_hex(t.data_layout)))
+      fmt::print("wit board: warning: track {} takes no entries: no --datasets directory holds its "
+                 "dataset {}\n",
+                 t.id, to_hex(t.manifest_root).substr(0, 16));
+  if (!fs::exists(o.key))
     fail("the board's signing key {} does not exist: make one with `wit keygen --out {}`",
-         key_file.string(), key_file.string());
-  const witness::SigningKey key = witness::SigningKey::load(key_file);
-  const board::Site site(board::load_tracks(tracks_file), *db, files, key);
-  board::Server server(site, o);
+         o.key.string(), o.key.string());
+  const witness::SigningKey key = witness::SigningKey::load(o.key);
+  auto db = board::Db::open(o.db);
+  board::migrate(*db);
+  board::BlobStore files(o.files);
+  fs::create_directories(v.work_dir);
+  {
+    board::JobQueue q(*db, v.policy, key);
+    if (const int n = q.schedule_missing(); n > 0)
+      fmt::print("wit board: drew the challenges of {} entr{} received before a restart\n", n,
+                 n == 1 ? "y" : "ies");
+  }
+  auto log = [](const std::string& line) {
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  };
+  const board::Site site(tracks, *db, files, key, v);
+  board::Server server(site, so);
+  std::optional<board::LocalPool> pool;
+  if (o.pool > 0)
+    pool.emplace(o.db, v.policy, key, files, v.datasets, v.checks, v.work_dir, o.pool, log);
   server.stop_on_interrupt([](int sig) {
     fmt::print("wit board: {}, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
     std::fflush(stdout);
   });
-  fmt::print("wit board: serving {} on http://{}:{}/ (Ctrl-C to stop), receipts signed by key {}\n",
-             tracks_file.string(), o.host, server.port(), witness::key_id(key.public_key()));
+  fmt::print("wit board: serving {} on http://{}:{}/ (Ctrl-C to stop), receipts and certificates "
+             "signed by key {}; {} pool worker(s), {} challenges per entry, {} confirmed replays "
+             "to rank\n",
+             o.tracks.string(), so.host, server.port(), witness::key_id(key.public_key()), o.pool,
+             o.challenges, o.contribution);
   std::fflush(stdout);
   server.run();
+  if (pool) pool->stop();
+  return 0;
+}
+
+int board_challenge(const std::string& entry, int64_t count, const std::string& server,
+                    const std::string& token_flag) {
+  std::string token = token_flag;
+  if (token.empty())
+    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
+  if (token.empty()) fail("re-challenging needs a participant's token: --token or WIT_BOARD_TOKEN");
+  board::Client client(server, token);
+  const auto r = client.call("POST", fmt::format("/api/entries/{}/challenges", entry),
+                             nlohmann::json{{"count", count}}.dump());
+  fmt::print("entry {}: drew segment(s) {}; the board replays them\n", entry,
+             fmt::join(r["drawn_segments"].get<std::vector<int64_t>>(), ", "));
+  return 0;
+}
+
+int board_show(const std::string& entry, const std::string& server) {
+  board::Client client(server, "");
+  const auto e = client.call("GET", "/api/entries/" + entry);
+  const auto& v = e["verification"];
+  fmt::print("entry {} ({}) on {} by {}: {}\n", entry, e["name"].get<std::string>(),
+             e["track"].get<std::string>(), e["participant"].get<std::string>(),
+             e["status"].get<std::string>());
+  if (e["status"] == "struck") fmt::print("  struck: {}\n", v["failure"].get<std::string>());
+  if (e["status"] == "certified")
+    fmt::print("  {}\n", v["ranked"].get<bool>() ? std::string("ranked")
+                                                  : "not ranked: " + v["unranked_because"].get<std::string>());
+  fmt::print("  final val loss {}, {} steps in {} segments\n", v["val_loss"].get<double>(),
+             v["steps"].get<int64_t>(), v["segments"].get<int64_t>());
+  if (v.contains("guarantee")) fmt::print("  guarantee: {}\n", v["guarantee"]["statement"].get<std::string>());
+  for (const auto& c : v["checks"])
+    fmt::print("  {}: {}{}{}\n", c["label"].get<std::string>(), c["status"].get<std::string>(),
+               c["decided_by"].get<std::string>().empty() ? "" : " (" + c["decided_by"].get<std::string>() + ")",
+               c["detail"].get<std::string>().empty() ? "" : ": " + c["detail"].get<std::string>());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,10 +12,38 @@ namespace wit::cli {
 
 int board_tracks(const std::filesystem::path& tracks, const std::vector<std::filesystem::path>& runs);
 int board_dataset(const std::filesystem::path& dir);
-// Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM.
-int board_serve(const std::filesystem::path& tracks, const std::string& db,
-                const std::filesystem::path& files, const std::filesystem::path& key,
-                const std::string& listen, int threads);
+struct BoardServeOptions {
+  std::filesystem::path tracks, files = "board-files", key = "board-key.pem";
+  std::string db = "board.sqlite", listen = "127.0.0.1:8080";
+  int threads = 2;
+  std::vector<std::filesystem::path> datasets;  // the tracks' prepared datasets
+  int pool = 1;                 // the board's own verification workers
+  int64_t challenges = 4;       // segments drawn per entry besides the first and last
+  int64_t contribution = 2;     // confirmed replays a submitter owes to be ranked
+  double spot_check = 0.25;     // chance the board itself checks a participant's report
+  double pool_delay = 0;        // seconds the pool leaves open jobs to participants' workers
+  double lease = 600;           // seconds a job lease lasts without renewal
+};
+// Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM, verifying entries
+// with its own pool of workers.
+int board_serve(const BoardServeOptions& o);
+
+struct BoardWorkerOptions {
+  std::string server, token, name;
+  std::vector<std::filesystem::path> datasets;
+  std::filesystem::path cache = "board-cache";
+  int64_t jobs = 0;         // stop after this many jobs (0: no limit)
+  double idle_exit = 0;     // stop after this many seconds without a job (0: never)
+};
+// Replays other participants' segments for a board (`mpirun -np N` allowed: rank 0 talks to the
+// board, every rank replays).
+int board_worker(const BoardWorkerOptions& o);
+// Draws `count` more segments of an entry to be replayed.
+int board_challenge(const std::string& entry, int64_t count, const std::string& server,
+                    const std::string& token);
+// Prints an entry's verification: status, guarantee, failure, checks.
+int board_show(const std::string& entry, const std::string& server);
+
 // Uploads a run's files (witness log, config, model, checkpoints) and submits it to a track;
 // prints the entry and its receipt.
 int board_submit(const std::filesystem::path& run, const std::string& server, const std::string& token,

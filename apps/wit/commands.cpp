@@ -156,27 +156,49 @@ void add_board(CLI::App& app) {
       "dataset", "Print a prepared dataset's manifest root, data layout and tokenizer as a track's "
                  "dataset entry");
   dataset->add_option("dir", *data_dir, "A prepared data directory")->required();
-  auto serve_tracks = std::make_shared<std::filesystem::path>();
-  auto listen = std::make_shared<std::string>("127.0.0.1:8080");
-  auto threads = std::make_shared<int>(2);
+  auto so = std::make_shared<BoardServeOptions>();
   auto* serve = board->add_subcommand(
       "serve", "Serve the board's pages (HTML, no JavaScript needed) and JSON API (/api/) until "
-               "interrupted");
-  serve->add_option("--tracks", *serve_tracks, "The tracks file")->required();
-  serve->add_option("--listen", *listen, "HOST:PORT to listen on")->capture_default_str();
-  serve->add_option("--threads", *threads, "Threads serving requests")->capture_default_str();
-  auto db = std::make_shared<std::string>("board.sqlite");
-  serve->add_option("--db", *db,
+               "interrupted, verifying every entry: structure and data audit at submission, then "
+               "the first, the last and --challenges drawn segments replayed by its own pool and "
+               "by participants' workers");
+  serve->add_option("--tracks", so->tracks, "The tracks file")->required();
+  serve->add_option("--datasets", so->datasets,
+                    "Prepared datasets of the tracks (wit prepare); a track whose dataset is not "
+                    "among them takes no entries")
+      ->check(CLI::ExistingDirectory);
+  serve->add_option("--listen", so->listen, "HOST:PORT to listen on")->capture_default_str();
+  serve->add_option("--threads", so->threads, "Threads serving requests")->capture_default_str();
+  serve->add_option("--db", so->db,
                     "The board's database: an SQLite file (created if missing) or a "
                     "postgresql:// URL")
       ->capture_default_str();
-  auto files = std::make_shared<std::filesystem::path>("board-files");
-  serve->add_option("--files", *files,
+  serve->add_option("--files", so->files,
                     "Where uploaded files are kept, by content hash (created if missing)")
       ->capture_default_str();
-  auto key = std::make_shared<std::filesystem::path>("board-key.pem");
-  serve->add_option("--key", *key, "The board's signing key for receipts (wit keygen makes one)")
+  serve->add_option("--key", so->key,
+                    "The board's signing key for receipts and certificates (wit keygen makes one)")
       ->capture_default_str();
+  serve->add_option("--pool", so->pool, "The board's own verification workers (threads; 0: none)")
+      ->capture_default_str();
+  serve->add_option("--challenges", so->challenges,
+                    "Segments drawn per entry, after it is committed, besides the first and the last")
+      ->capture_default_str();
+  serve->add_option("--contribution", so->contribution,
+                    "Confirmed replays of other entries' segments a submitter's workers owe before "
+                    "its entries are ranked")
+      ->capture_default_str();
+  serve->add_option("--spot-check", so->spot_check,
+                    "Probability that the board replays a segment itself to check a participant's "
+                    "report (otherwise another participant's worker checks it)")
+      ->capture_default_str();
+  serve->add_option("--pool-delay", so->pool_delay,
+                    "Seconds the pool leaves an open job to participants' workers before taking it")
+      ->capture_default_str();
+  serve->add_option("--lease", so->lease,
+                    "Seconds a job stays leased to a worker that stops renewing it")
+      ->capture_default_str();
+  auto db = std::make_shared<std::string>("board.sqlite");
   auto name = std::make_shared<std::string>();
   auto admin = std::make_shared<bool>(false);
   auto* participant = board->add_subcommand(
@@ -204,12 +226,45 @@ void add_board(CLI::App& app) {
   submit->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
   submit->add_option("--track", *track, "The track to enter")->required();
   submit->add_option("--name", *entry_name, "The entry's name on the board")->required();
+  auto wo = std::make_shared<BoardWorkerOptions>();
+  auto* worker = board->add_subcommand(
+      "worker", "Replay other participants' segments for a board (a normal MPI job: mpirun -np N "
+                "allowed; --cache must then be seen by every rank). Confirmed replays count "
+                "towards the contribution a board requires before ranking your entries");
+  worker->add_option("--server", wo->server, "The board, http://HOST:PORT/")->required();
+  worker->add_option("--token", wo->token, "A participant's token (default: $WIT_BOARD_TOKEN)");
+  worker->add_option("--datasets", wo->datasets, "Prepared datasets to replay with (wit prepare)")
+      ->check(CLI::ExistingDirectory);
+  worker->add_option("--cache", wo->cache, "Where the runs' files are kept, by content hash")
+      ->capture_default_str();
+  worker->add_option("--name", wo->name, "The worker's name on the board (default: host and pid)");
+  worker->add_option("--jobs", wo->jobs, "Stop after this many jobs (0: no limit)")->capture_default_str();
+  worker->add_option("--idle-exit", wo->idle_exit,
+                     "Stop after this many seconds without a job (0: never)")
+      ->capture_default_str();
+  auto challenge_entry = std::make_shared<std::string>();
+  auto challenge_count = std::make_shared<int64_t>(1);
+  auto* challenge = board->add_subcommand(
+      "challenge", "Re-challenge an entry: the board draws K more of its segments from its own "
+                   "randomness and replays them; the entry's guarantee tightens, or it is struck");
+  challenge->add_option("entry", *challenge_entry, "The entry's id")->required();
+  challenge->add_option("-c,--count", *challenge_count, "Segments to draw")->capture_default_str();
+  challenge->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
+  challenge->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
+  auto* show = board->add_subcommand(
+      "show", "Print an entry's verification: status, guarantee, the first failure, every check");
+  show->add_option("entry", *challenge_entry, "The entry's id")->required();
+  show->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
   actions()[board] = [=] {
     if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
+    if (board->got_subcommand(worker)) return board_worker(*wo);
+    if (board->got_subcommand(challenge))
+      return board_challenge(*challenge_entry, *challenge_count, *server, *token);
+    if (board->got_subcommand(show)) return board_show(*challenge_entry, *server);
     if (board->got_subcommand(submit))
       return board_submit(*run_dir, *server, *token, *track, *entry_name);
     if (board->got_subcommand(upload)) return board_upload(*upload_files, *server, *token);
-    if (board->got_subcommand(serve)) return board_serve(*serve_tracks, *db, *files, *key, *listen, *threads);
+    if (board->got_subcommand(serve)) return board_serve(*so);
     if (board->got_subcommand(participant)) return board_add_participant(*db, *name, *admin);
     return board_dataset(*data_dir);
   };

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "tests/board/board_tables.h"
 #include "tests/data/temp_dir.h"
 
 namespace wit::board {
@@ -118,8 +119,7 @@ TEST_P(DbTest, ConcurrentReadModifyWritesFromTwoConnectionsLoseNothing) {
 }
 
 TEST_P(DbTest, ParticipantsAreFoundByTokenWhichIsStoredOnlyHashed) {
-  db_->exec("DROP TABLE IF EXISTS board_entries");
-  db_->exec("DROP TABLE IF EXISTS board_participants");
+  testing::drop_board_tables(*db_);
   migrate(*db_);
   migrate(*db_);  // again: nothing changes
   const std::string a = add_participant(*db_, "lab-a", false);
@@ -142,8 +142,7 @@ TEST_P(DbTest, ParticipantsAreFoundByTokenWhichIsStoredOnlyHashed) {
                        "a participant named 'lab-a' exists already"));
   EXPECT_TRUE(contains(error_of([&] { add_participant(*db_, "../evil", false); }),
                        "participant name '../evil'"));
-  db_->exec("DROP TABLE board_entries");
-  db_->exec("DROP TABLE board_participants");
+  testing::drop_board_tables(*db_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DbTest, ::testing::Values("sqlite", "postgresql"),

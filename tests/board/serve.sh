@@ -12,6 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d /tmp/wit-serve-XXXXXX)
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 token=$("$wit" board participant lab-a --db "$work/board.sqlite" | tail -1)
+"$wit" prepare --out "$work/kjv" >/dev/null || fail prepare
 "$wit" keygen --out "$work/board-key.pem" >/dev/null
 out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
   --files "$work/files" --key "$work/none.pem" --listen 127.0.0.1:0 2>&1) && fail "served without a key"
@@ -19,7 +20,8 @@ grep -q "wit keygen --out" <<<"$out" || fail "a missing key is not explained: $o
 # Starts the board on a free port: its pid in $pid, its address in $url.
 start_server() {
   "$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
-    --files "$work/files" --key "$work/board-key.pem" --listen 127.0.0.1:0 >"$work/out" 2>&1 &
+    --files "$work/files" --key "$work/board-key.pem" --listen 127.0.0.1:0 --datasets "$work/kjv" \
+    >"$work/out" 2>&1 &
   pid=$!
   url=""
   for _ in $(seq 100); do
@@ -73,14 +75,13 @@ grep -q "401" <<<"$out" || fail "no 401 for an unknown token: $out"
 # signed head and a receipt the client verifies; one over the budget is refused with the reason.
 export WIT_SIGNING_KEY="$work/trainer.pem"
 "$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
-"$wit" prepare --out "$work/kjv" >/dev/null || fail prepare
 small=(--set data.dir="$work/kjv" --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32
        --set train.threads=1 --set train.checkpoint_every=1 --set train.eval_every=0
        --set witness.fingerprint_every=1 --set train.steps=2)
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --out "$work/run" -q >/dev/null || fail "train"
 "$wit" board submit "$work/run" --server "$url" --token "$token" --track kjv-tiny --name "first try" \
   >"$work/submit" 2>&1 || { cat "$work/submit"; fail "submit"; }
-grep -q "as entry [0-9a-f]* (received): signed head [0-9a-f]*, 2 steps" "$work/submit" ||
+grep -q "as entry [0-9a-f]* (verifying): signed head [0-9a-f]*, 2 steps" "$work/submit" ||
   { cat "$work/submit"; fail "no entry line"; }
 grep -q "receipt signed by the board's key $(sed -n 's/.*receipts signed by key //p' "$work/out")" "$work/submit" ||
   fail "the receipt is not the serving board's"

@@ -47,7 +47,7 @@ class ServerTest : public ::testing::Test {
     migrate(*db_);
     token_ = add_participant(*db_, "lab-a", false);
     files_ = std::make_unique<BlobStore>(dir_.path() / "files");
-    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_, key_);
+    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_, key_, SiteVerification{});
     ServerOptions o;
     o.port = 0;
     o.max_body = 1024;

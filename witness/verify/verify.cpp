@@ -465,15 +465,27 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     // over the segments between them, all of exactly K steps: if a fraction f of all steps is
     // bad and none is in the first or last segment, at least a fraction f of the middle
     // segments is bad, and c draws miss them all with probability at most (1 - f)^c.
-    const Digest key = challenge_key(o, lr, comm);
-    out.challenge_source = challenge_source_text(o, lr);
-    std::set<uint64_t> replay = {0, segments.size() - 1};
-    out.always_replayed = {segments.front().first, segments.back().first};
+    std::set<uint64_t> replay;
     const uint64_t middle = segments.size() > 2 ? segments.size() - 2 : 0;
-    out.draws = middle > 0 ? o.challenges : 0;
-    for (uint64_t k : draw_segments(key, out.draws, segments.size())) {
-      out.drawn.push_back(segments[k].first);
-      replay.insert(k);
+    if (o.segments) {
+      for (uint64_t k : *o.segments) {
+        if (k >= segments.size())
+          fail("segment {} was assigned, but the run has {} segments of {} steps", k,
+               segments.size(), K);
+        replay.insert(k);
+      }
+      out.challenge_source = "assigned";
+      if (replay.empty()) return std::string("no segment assigned");
+    } else {
+      const Digest key = challenge_key(o, lr, comm);
+      out.challenge_source = challenge_source_text(o, lr);
+      replay = {0, segments.size() - 1};
+      out.always_replayed = {segments.front().first, segments.back().first};
+      out.draws = middle > 0 ? o.challenges : 0;
+      for (uint64_t k : draw_segments(key, out.draws, segments.size())) {
+        out.drawn.push_back(segments[k].first);
+        replay.insert(k);
+      }
     }
     const std::vector<uint64_t> order(replay.begin(), replay.end());
     std::map<uint64_t, const EvalRow*> evals;
@@ -536,6 +548,13 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         if (states.count(s + 1)) check_checkpoint(s + 1);
       }
     }
+    if (o.segments)
+      return fmt::format("segment(s) {} of {} (steps {} to {}) replayed {} on {} process(es)",
+                         fmt::join(order, ", "), segments.size(), segments[order.front()].first,
+                         segments[order.back()].second - 1,
+                         o.tolerance ? fmt::format("within tolerance {:.3g}", *o.tolerance)
+                                     : std::string("bit for bit"),
+                         comm.size());
     return fmt::format(
         "{} of {} segments ({} steps) replayed {} on {} process(es): the first and the last, "
         "and {} draw(s) from the {} between them ({})",
@@ -554,7 +573,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     out.reason = fmt::format("{}; replay differs at {}", nondeterminism, out.stages.back().detail);
   }
 
-  stage("model", [&] {
+  if (o.final_checks) stage("model", [&] {
     const fs::path published = o.run / "model.safetensors";
     if (!fs::exists(published)) mismatch(published.string() + " is missing");
     const uint64_t last = lr.valid_steps;
@@ -590,7 +609,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         last);
   });
 
-  stage("evaluation", [&] {
+  if (o.final_checks) stage("evaluation", [&] {
     const uint64_t last = lr.valid_steps;
     const EvalRow* final_eval = nullptr;
     for (auto& e : t.evals)
@@ -638,7 +657,8 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     out.outcome = Outcome::Certified;
   }
   out.certified = out.outcome == Outcome::Certified;
-  if (out.outcome != Outcome::Certified && out.outcome != Outcome::ConsistentWithinTolerance)
+  if (o.segments || !o.final_checks ||
+      (out.outcome != Outcome::Certified && out.outcome != Outcome::ConsistentWithinTolerance))
     return out;
 
   json checks = json::array();

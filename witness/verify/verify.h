@@ -49,6 +49,11 @@ struct VerifyOptions {
   // at checkpoints by relative L2 distance. Never certifies.
   std::optional<double> tolerance;
   std::string mode = "ddp";  // the verifier's layout at N processes: ddp or fsdp
+  // A leaderboard's worker replays the segments it is assigned (indices of the K-step
+  // segments) instead of the first, the last and c draws, and `final_checks = false` leaves out
+  // the model and evaluation stages. No certificate is made then: the board makes its own.
+  std::optional<std::vector<uint64_t>> segments;
+  bool final_checks = true;
 };
 
 // Where the verdict can land. Only exact replay of a reproducible run certifies.

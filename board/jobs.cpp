@@ -1,0 +1,661 @@
+#include "board/jobs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "board/ids.h"
+#include "core/error.h"
+#include "witness/verify/certificate.h"
+#include "witness/verify/challenges.h"
+
+namespace wit::board {
+
+using nlohmann::json;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+Digest random_key() { return digest_from_hex(random_hex(32), "random key"); }
+
+// Uniform in [0, 1) from the system's random source.
+double random_unit() {
+  const Digest k = random_key();
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | k[size_t(i)];
+  return double(v >> 11) * 0x1.0p-53;
+}
+
+std::string segment_label(int64_t segment, int64_t first, int64_t end) {
+  if (segment == kAuditSegment) return "structure and data audit";
+  if (segment == kFinalSegment) return "final model and evaluation";
+  return fmt::format("segment {} (steps {} to {})", segment, first, end - 1);
+}
+
+}  // namespace
+
+json job_json(const Job& j) {
+  return {{"id", j.id},
+          {"entry", j.entry},
+          {"role", j.role},
+          {"segment", j.segment},
+          {"first_step", j.first_step},
+          {"end_step", j.end_step},
+          {"files", j.files},
+          {"sizes", j.sizes},
+          {"manifest_root", j.manifest_root},
+          {"data_layout", j.data_layout},
+          {"lease_expires_ms", j.lease_expires_ms}};
+}
+
+Job job_from_json(const json& j) {
+  try {
+    Job out;
+    out.id = j.at("id");
+    out.entry = j.at("entry");
+    out.role = j.at("role");
+    out.segment = j.at("segment");
+    out.first_step = j.at("first_step");
+    out.end_step = j.at("end_step");
+    out.files = j.at("files").get<std::map<std::string, std::string>>();
+    out.sizes = j.at("sizes").get<std::map<std::string, uint64_t>>();
+    out.manifest_root = j.at("manifest_root");
+    out.data_layout = j.at("data_layout");
+    out.lease_expires_ms = j.at("lease_expires_ms");
+    return out;
+  } catch (const json::exception& e) {
+    fail("a malformed job from the board: {}", e.what());
+  }
+}
+
+void migrate_jobs(Db& db) {
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_results ("
+      " entry TEXT PRIMARY KEY REFERENCES board_entries(id),"
+      " facts TEXT NOT NULL,"
+      " steps BIGINT NOT NULL, segment_steps BIGINT NOT NULL, segments BIGINT NOT NULL,"
+      " val_loss DOUBLE PRECISION NOT NULL, params BIGINT NOT NULL, tokens BIGINT NOT NULL,"
+      " scheduled BIGINT NOT NULL,"
+      " detail TEXT NOT NULL,"
+      " certificate TEXT NOT NULL)");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_segments ("
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " segment BIGINT NOT NULL,"
+      " first_step BIGINT NOT NULL, end_step BIGINT NOT NULL,"
+      " status TEXT NOT NULL,"
+      " detail TEXT NOT NULL,"
+      " decided_by TEXT NOT NULL,"
+      " PRIMARY KEY (entry, segment))");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_draws ("
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " n BIGINT NOT NULL,"
+      " segment BIGINT NOT NULL,"
+      " origin TEXT NOT NULL,"
+      " requested_by TEXT NOT NULL,"
+      " created TEXT NOT NULL,"
+      " PRIMARY KEY (entry, n))");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_jobs ("
+      " id TEXT PRIMARY KEY,"
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " segment BIGINT NOT NULL,"
+      " role TEXT NOT NULL,"
+      " exclude TEXT NOT NULL,"
+      " state TEXT NOT NULL,"
+      " owner TEXT NOT NULL,"
+      " lease_expires BIGINT NOT NULL,"
+      " created_ms BIGINT NOT NULL,"
+      " attempts BIGINT NOT NULL)");
+  db.exec("CREATE INDEX IF NOT EXISTS board_jobs_state ON board_jobs (state, created_ms)");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_reports ("
+      " job TEXT PRIMARY KEY REFERENCES board_jobs(id),"
+      " entry TEXT NOT NULL,"
+      " segment BIGINT NOT NULL,"
+      " reporter TEXT NOT NULL,"
+      " worker TEXT NOT NULL,"
+      " passed BIGINT NOT NULL,"
+      " detail TEXT NOT NULL,"
+      " seconds DOUBLE PRECISION NOT NULL,"
+      " standing TEXT NOT NULL,"
+      " created TEXT NOT NULL,"
+      " created_ms BIGINT NOT NULL)");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_revoked ("
+      " participant TEXT PRIMARY KEY,"
+      " reason TEXT NOT NULL,"
+      " created TEXT NOT NULL)");
+}
+
+JobQueue::JobQueue(Db& db, VerifyPolicy policy, const witness::SigningKey& key)
+    : db_(db), policy_(policy), key_(key) {
+  if (policy_.challenges < 0 || policy_.challenges > 10000)
+    fail("challenges {}: expected 0 to 10000", policy_.challenges);
+  if (policy_.contribution < 0) fail("contribution {}: expected >= 0", policy_.contribution);
+  if (!(policy_.spot_check >= 0 && policy_.spot_check <= 1))
+    fail("spot check probability {}: expected 0 to 1", policy_.spot_check);
+  if (policy_.lease_ms < 1000) fail("a lease of {} ms is too short: at least 1000", policy_.lease_ms);
+}
+
+void JobQueue::queue_job(const std::string& entry, int64_t segment, const std::string& role,
+                         const std::string& exclude) {
+  db_.exec(
+      "INSERT INTO board_jobs (id, entry, segment, role, exclude, state, owner, lease_expires, "
+      "created_ms, attempts) VALUES ($1, $2, $3, $4, $5, 'queued', '', 0, $6, 0)",
+      {random_hex(8), entry, segment, role, exclude, now_ms()});
+}
+
+void JobQueue::record(const std::string& entry, const EntryFacts& f, const ReplayResult& audit) {
+  db_.exec(
+      "INSERT INTO board_results (entry, facts, steps, segment_steps, segments, val_loss, params, "
+      "tokens, scheduled, detail, certificate) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, '', '')",
+      {entry, f.certificate_fields.dump(), f.steps, f.segment_steps, f.segments, f.val_loss,
+       f.params, f.tokens});
+  auto add_segment = [&](int64_t s, int64_t first, int64_t end, const std::string& status,
+                         const std::string& detail, const std::string& by) {
+    db_.exec(
+        "INSERT INTO board_segments (entry, segment, first_step, end_step, status, detail, "
+        "decided_by) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        {entry, s, first, end, status, detail, by});
+  };
+  add_segment(kAuditSegment, 0, f.steps, audit.passed ? "passed" : "failed", audit.detail,
+              kBoardWorker);
+  if (audit.passed) {
+    // The segments replayed whatever the draws: the final checks, the first and the last.
+    add_segment(kFinalSegment, f.steps, f.steps, "pending", "", "");
+    queue_job(entry, kFinalSegment, "replay", "");
+    for (int64_t s : std::set<int64_t>{0, f.segments - 1}) {
+      add_segment(s, s * f.segment_steps, std::min(f.steps, (s + 1) * f.segment_steps), "pending",
+                  "", "");
+      queue_job(entry, s, "replay", "");
+      db_.exec(
+          "INSERT INTO board_draws (entry, n, segment, origin, requested_by, created) VALUES ($1, "
+          "$2, $3, 'always', $4, $5)",
+          {entry, s == 0 ? int64_t(0) : int64_t(1), s, std::string(kBoardWorker), utc_now()});
+    }
+  }
+  refresh(entry);
+}
+
+void JobQueue::draw(const std::string& entry, int64_t c, const std::string& origin,
+                    const std::string& by, std::vector<int64_t>* drawn) {
+  const auto res = db_.query(
+      "SELECT segments, segment_steps, steps FROM board_results WHERE entry = $1", {entry});
+  if (res.empty()) fail("no entry '{}'", entry);
+  const int64_t segments = res[0].integer(0), K = res[0].integer(1), steps = res[0].integer(2);
+  int64_t n = db_.query("SELECT COUNT(*) FROM board_draws WHERE entry = $1", {entry})[0].integer(0);
+  // The key is read now, after the entry was committed: nothing the trainer sent can steer it.
+  for (uint64_t s : witness::draw_segments(random_key(), c, uint64_t(segments))) {
+    const int64_t seg = int64_t(s);
+    db_.exec(
+        "INSERT INTO board_draws (entry, n, segment, origin, requested_by, created) VALUES ($1, $2, "
+        "$3, $4, $5, $6)",
+        {entry, n++, seg, origin, by, utc_now()});
+    if (drawn) drawn->push_back(seg);
+    if (db_.query("SELECT 1 FROM board_segments WHERE entry = $1 AND segment = $2", {entry, seg})
+            .empty()) {
+      db_.exec(
+          "INSERT INTO board_segments (entry, segment, first_step, end_step, status, detail, "
+          "decided_by) VALUES ($1, $2, $3, $4, 'pending', '', '')",
+          {entry, seg, seg * K, std::min(steps, (seg + 1) * K)});
+      queue_job(entry, seg, "replay", "");
+    }
+  }
+}
+
+void JobQueue::schedule(const std::string& entry) {
+  db_.transaction([&] {
+    const auto r = db_.query(
+        "SELECT r.scheduled, s.status FROM board_results r JOIN board_segments s ON s.entry = "
+        "r.entry AND s.segment = $2 WHERE r.entry = $1",
+        {entry, kAuditSegment});
+    if (r.empty() || r[0].integer(0) != 0) return;
+    if (r[0].text(1) == "passed") draw(entry, policy_.challenges, "drawn", kBoardWorker, nullptr);
+    db_.exec("UPDATE board_results SET scheduled = 1 WHERE entry = $1", {entry});
+    refresh(entry);
+  });
+}
+
+std::vector<int64_t> JobQueue::rechallenge(const std::string& entry, int64_t c,
+                                           const std::string& by) {
+  if (c < 1 || c > 1000) fail("a re-challenge draws 1 to 1000 segments, not {}", c);
+  std::vector<int64_t> drawn;
+  db_.transaction([&] {
+    drawn.clear();
+    const auto r = db_.query(
+        "SELECT r.segments, s.status FROM board_results r JOIN board_segments s ON s.entry = "
+        "r.entry AND s.segment = $2 WHERE r.entry = $1",
+        {entry, kAuditSegment});
+    if (r.empty()) fail("no entry '{}'", entry);
+    if (r[0].text(1) != "passed") fail("entry {} failed its audit: nothing to re-challenge", entry);
+    if (r[0].integer(0) <= 2)
+      fail("entry {} has {} segment(s), all replayed already", entry, r[0].integer(0));
+    draw(entry, c, "rechallenge", by, &drawn);
+    refresh(entry);
+  });
+  return drawn;
+}
+
+bool JobQueue::revoked(const std::string& participant) {
+  return !db_.query("SELECT 1 FROM board_revoked WHERE participant = $1", {participant}).empty();
+}
+
+std::optional<Job> JobQueue::lease(const std::string& who) {
+  const bool board = who == kBoardWorker;
+  std::optional<Job> out;
+  db_.transaction([&] {
+    out.reset();
+    if (!board && revoked(who)) return;
+    const int64_t now = now_ms();
+    const auto rows = db_.query(
+        "SELECT j.id, j.entry, j.segment, j.role, j.exclude, j.created_ms, e.participant "
+        "FROM board_jobs j JOIN board_entries e ON e.id = j.entry "
+        "WHERE j.state = 'queued' OR (j.state = 'leased' AND j.lease_expires < $1) "
+        "ORDER BY j.created_ms, j.id",
+        {now});
+    std::set<std::pair<std::string, int64_t>> reported;
+    if (!board)
+      for (const Row& r : db_.query(
+               "SELECT entry, segment FROM board_reports WHERE reporter = $1 AND standing <> 'void'",
+               {who}))
+        reported.insert({r.text(0), r.integer(1)});
+    const Row* pick = nullptr;
+    for (const Row& r : rows) {
+      const std::string& role = r.text(3);
+      if (board) {
+        // The board's own jobs first; open ones once participants had their time.
+        if (role == "board") {
+          pick = &r;
+          break;
+        }
+        if (!pick && r.integer(5) <= now - policy_.pool_delay_ms) pick = &r;
+      } else if (role != "board" && r.text(6) != who && r.text(4) != who &&
+                 !reported.count({r.text(1), r.integer(2)})) {
+        pick = &r;
+        break;
+      }
+    }
+    if (!pick) return;
+    const int64_t expires = now + policy_.lease_ms;
+    if (db_.exec("UPDATE board_jobs SET state = 'leased', owner = $2, lease_expires = $3, "
+                 "attempts = attempts + 1 WHERE id = $1 AND (state = 'queued' OR (state = "
+                 "'leased' AND lease_expires < $4))",
+                 {pick->text(0), who, expires, now}) != 1)
+      return;
+    Job j;
+    j.id = pick->text(0);
+    j.entry = pick->text(1);
+    j.segment = pick->integer(2);
+    j.role = pick->text(3);
+    j.lease_expires_ms = expires;
+    const auto seg = db_.query(
+        "SELECT first_step, end_step FROM board_segments WHERE entry = $1 AND segment = $2",
+        {j.entry, j.segment});
+    j.first_step = seg.at(0).integer(0);
+    j.end_step = seg.at(0).integer(1);
+    const auto e = db_.query(
+        "SELECT e.files, r.facts FROM board_entries e JOIN board_results r ON r.entry = e.id "
+        "WHERE e.id = $1",
+        {j.entry});
+    j.files = json::parse(e.at(0).text(0)).get<std::map<std::string, std::string>>();
+    const json facts = json::parse(e.at(0).text(1));
+    j.manifest_root = facts.at("manifest_root");
+    j.data_layout = facts.at("data_layout");
+    out = j;
+  });
+  return out;
+}
+
+bool JobQueue::renew(const std::string& job, const std::string& who) {
+  bool held = false;
+  db_.transaction([&] {
+    held = db_.exec("UPDATE board_jobs SET lease_expires = $3 WHERE id = $1 AND owner = $2 AND "
+                    "state = 'leased'",
+                    {job, who, now_ms() + policy_.lease_ms}) == 1;
+  });
+  return held;
+}
+
+void JobQueue::report(const std::string& job, const std::string& who, const std::string& worker,
+                      const ReplayResult& r) {
+  if (worker.size() > 200) fail("the worker's name is over 200 characters");
+  if (r.detail.size() > 4000) fail("the report's detail is over 4000 characters");
+  if (!(r.seconds >= 0 && std::isfinite(r.seconds))) fail("the report's seconds must be >= 0");
+  db_.transaction([&] {
+    const auto rows =
+        db_.query("SELECT entry, segment, state, owner FROM board_jobs WHERE id = $1", {job});
+    if (rows.empty()) fail("no job '{}'", job);
+    if (rows[0].text(2) != "leased" || rows[0].text(3) != who)
+      fail("job {} is not leased to you: its lease expired and another worker took it, or it was "
+           "reported already",
+           job);
+    if (who != kBoardWorker && revoked(who)) fail("your worker standing was revoked");
+    const std::string entry = rows[0].text(0);
+    const int64_t segment = rows[0].integer(1);
+    db_.exec(
+        "INSERT INTO board_reports (job, entry, segment, reporter, worker, passed, detail, "
+        "seconds, standing, created, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'open', "
+        "$9, $10)",
+        {job, entry, segment, who, worker, int64_t(r.passed), r.detail, r.seconds, utc_now(),
+         now_ms()});
+    db_.exec("UPDATE board_jobs SET state = 'done' WHERE id = $1", {job});
+    decide(entry, segment);
+    refresh(entry);
+  });
+}
+
+void JobQueue::decide(const std::string& entry, int64_t segment) {
+  struct Rep {
+    std::string job, reporter;
+    bool passed;
+    std::string detail, standing;
+  };
+  std::vector<Rep> reps;
+  for (const Row& r : db_.query(
+           "SELECT job, reporter, passed, detail, standing FROM board_reports WHERE entry = $1 AND "
+           "segment = $2 AND standing <> 'void' ORDER BY created_ms, job",
+           {entry, segment}))
+    reps.push_back({r.text(0), r.text(1), r.integer(2) != 0, r.text(3), r.text(4)});
+  auto set_segment = [&](const std::string& status, const std::string& detail,
+                         const std::string& by) {
+    db_.exec("UPDATE board_segments SET status = $3, detail = $4, decided_by = $5 WHERE entry = $1 "
+             "AND segment = $2",
+             {entry, segment, status, detail, by});
+  };
+  auto standing = [&](const Rep& r, const std::string& s) {
+    db_.exec("UPDATE board_reports SET standing = $2 WHERE job = $1", {r.job, s});
+  };
+  auto job_pending = [&] {
+    return db_
+               .query("SELECT COUNT(*) FROM board_jobs WHERE entry = $1 AND segment = $2 AND "
+                      "state <> 'done'",
+                      {entry, segment})[0]
+               .integer(0) > 0;
+  };
+  const Rep* board = nullptr;
+  for (const Rep& r : reps)
+    if (r.reporter == kBoardWorker) board = &r;
+  if (board) {
+    // The board's own replay decides; a participant that reported otherwise is revoked.
+    set_segment(board->passed ? "passed" : "failed", board->detail, kBoardWorker);
+    for (const Rep& r : reps) {
+      if (r.reporter == kBoardWorker || r.standing == "wrong") continue;
+      if (r.passed == board->passed) {
+        standing(r, "confirmed");
+      } else {
+        standing(r, "wrong");
+        revoke(r.reporter, fmt::format("reported {} for {} of entry {}, which the board's replay {}",
+                                       r.passed ? "a pass" : "a failure", segment_label(segment, 0, 0),
+                                       entry, board->passed ? "passed" : "failed"));
+      }
+    }
+    return;
+  }
+  std::vector<const Rep*> distinct;
+  std::set<std::string> seen;
+  for (const Rep& r : reps)
+    if (r.standing != "wrong" && seen.insert(r.reporter).second) distinct.push_back(&r);
+  if (distinct.size() >= 2) {
+    const Rep &a = *distinct[0], &b = *distinct[1];
+    if (a.passed == b.passed) {
+      standing(a, "confirmed");
+      standing(b, "confirmed");
+      set_segment(a.passed ? "passed" : "failed", a.detail, "agreement");
+    } else {
+      set_segment("pending", "two workers disagree: the board replays it", "");
+      if (!job_pending()) queue_job(entry, segment, "board", "");
+    }
+  } else if (distinct.size() == 1 && !job_pending()) {
+    // One participant's word: checked by another participant's worker, or by the board.
+    const bool spot = random_unit() < policy_.spot_check;
+    queue_job(entry, segment, spot ? "board" : "check", distinct[0]->reporter);
+  }
+}
+
+void JobQueue::revoke(const std::string& participant, const std::string& reason) {
+  if (revoked(participant)) return;
+  db_.exec("INSERT INTO board_revoked (participant, reason, created) VALUES ($1, $2, $3)",
+           {participant, reason, utc_now()});
+  // Every report it made is void, and every segment it helped decide without the board is
+  // replayed again by the board.
+  std::set<std::string> entries;
+  for (const Row& r : db_.query(
+           "SELECT job, entry, segment FROM board_reports WHERE reporter = $1 AND standing IN "
+           "('open', 'confirmed')",
+           {participant})) {
+    db_.exec("UPDATE board_reports SET standing = 'void' WHERE job = $1", {r.text(0)});
+    const std::string entry = r.text(1);
+    const int64_t segment = r.integer(2);
+    const auto seg = db_.query(
+        "SELECT decided_by FROM board_segments WHERE entry = $1 AND segment = $2", {entry, segment});
+    if (!seg.empty() && seg[0].text(0) == kBoardWorker) continue;
+    db_.exec(
+        "UPDATE board_segments SET status = 'pending', detail = 'a worker that reported on it was "
+        "revoked: the board replays it', decided_by = '' WHERE entry = $1 AND segment = $2",
+        {entry, segment});
+    db_.exec(
+        "UPDATE board_reports SET standing = 'open' WHERE entry = $1 AND segment = $2 AND "
+        "standing = 'confirmed'",
+        {entry, segment});
+    if (db_.query("SELECT 1 FROM board_jobs WHERE entry = $1 AND segment = $2 AND role = 'board' "
+                  "AND state <> 'done'",
+                  {entry, segment})
+            .empty())
+      queue_job(entry, segment, "board", "");
+    entries.insert(entry);
+  }
+  for (const std::string& e : entries) refresh(e);
+}
+
+int64_t JobQueue::contributions(const std::string& participant) {
+  if (revoked(participant)) return 0;
+  return db_
+      .query("SELECT COUNT(*) FROM board_reports r JOIN board_entries e ON e.id = r.entry WHERE "
+             "r.reporter = $1 AND r.standing = 'confirmed' AND e.participant <> $1",
+             {participant})[0]
+      .integer(0);
+}
+
+json JobQueue::guarantee(const std::string& entry) {
+  const auto res = db_.query("SELECT segments FROM board_results WHERE entry = $1", {entry});
+  const int64_t S = res.at(0).integer(0);
+  int64_t c = 0, pending = 0;
+  for (const Row& r : db_.query(
+           "SELECT s.status FROM board_draws d JOIN board_segments s ON s.entry = d.entry AND "
+           "s.segment = d.segment WHERE d.entry = $1 AND d.origin <> 'always'",
+           {entry})) {
+    if (r.text(0) == "passed") ++c;
+    if (r.text(0) == "pending") ++pending;
+  }
+  const int64_t replayed =
+      db_.query("SELECT COUNT(*) FROM board_segments WHERE entry = $1 AND segment >= 0 AND status "
+                "= 'passed'",
+                {entry})[0]
+          .integer(0);
+  const bool everything = replayed == S;
+  json bounds = json::array();
+  for (double f : {0.01, 0.05, 0.1, 0.25})
+    bounds.push_back({{"f", f},
+                      {"rejected_with_probability_at_least",
+                       everything ? 1.0 : witness::detection_probability(f, c)}});
+  // The smallest fraction of unfaithful steps rejected with probability 99 %.
+  const double f99 = everything ? 0.0 : c > 0 ? 1.0 - std::pow(0.01, 1.0 / double(c)) : 1.0;
+  std::string statement;
+  if (everything) {
+    statement = "every segment was replayed: every step was computed as logged";
+  } else {
+    statement = fmt::format(
+        "the first and the last segment were replayed, and {} segment(s) drawn uniformly from the "
+        "other {} by the board after the entry was committed: a run in which at least a fraction "
+        "f of the steps were not computed as logged is rejected with probability >= 1 - (1 - "
+        "f)^{}",
+        c, S - 2, c);
+    if (c > 0) statement += fmt::format(", so with 99 % probability for f >= {:.3g}", f99);
+  }
+  return {{"challenges", c},         {"pending_draws", pending}, {"segments", S},
+          {"segments_replayed", replayed}, {"every_step", everything},
+          {"f_rejected_with_99_percent", f99}, {"statement", statement}, {"bounds", bounds}};
+}
+
+void JobQueue::refresh(const std::string& entry) {
+  const auto segs = db_.query(
+      "SELECT segment, first_step, end_step, status, detail FROM board_segments WHERE entry = $1 "
+      "ORDER BY first_step, segment",
+      {entry});
+  const Row* failed = nullptr;
+  bool pending = false;
+  for (const Row& r : segs) {
+    if (r.text(3) == "failed" && !failed) failed = &r;
+    if (r.text(3) == "pending") pending = true;
+  }
+  const std::string status = failed ? "struck" : pending ? "verifying" : "certified";
+  const std::string detail =
+      failed ? segment_label(failed->integer(0), failed->integer(1), failed->integer(2)) + ": " +
+                   failed->text(4)
+             : "";
+  const auto old = db_.query(
+      "SELECT e.status, r.certificate, r.facts, r.steps, r.segments, r.segment_steps, e.track, "
+      "p.name, e.name FROM board_entries e JOIN board_results r ON r.entry = e.id JOIN "
+      "board_participants p ON p.id = e.participant WHERE e.id = $1",
+      {entry});
+  if (old.empty()) return;
+  const Row& o = old[0];
+  std::string certificate;
+  if (status == "certified") {
+    const json g = guarantee(entry);
+    // Re-signed when the guarantee changed (a re-challenge); otherwise kept as issued.
+    if (o.text(0) == "certified" && !o.text(1).empty() &&
+        json::parse(o.text(1))["guarantee"]["challenges"] == g["challenges"]) {
+      certificate = o.text(1);
+    } else {
+      json c = json::parse(o.text(2));
+      const int64_t K = o.integer(5);
+      json always = json::array(), drawn = json::array(), challenged = json::array(),
+           checks = json::array();
+      for (const Row& d : db_.query(
+               "SELECT segment, origin FROM board_draws WHERE entry = $1 ORDER BY n", {entry}))
+        (d.text(1) == "always" ? always : drawn).push_back(d.integer(0) * K);
+      for (const Row& r : segs) {
+        if (r.integer(0) >= 0) challenged.push_back(r.integer(1));
+        checks.push_back({{"stage", segment_label(r.integer(0), r.integer(1), r.integer(2))},
+                          {"passed", true},
+                          {"detail", r.text(4)}});
+      }
+      c["format"] = witness::kCertificateFormat;
+      c["run"] = o.text(8);
+      c["steps"] = o.integer(3);
+      c["segments"] = o.integer(4);
+      c["segment_steps"] = K;
+      c["always_replayed_segments"] = always;
+      c["drawn_segments"] = drawn;
+      c["challenged_segments"] = challenged;
+      c["challenge_source"] = {
+          {"kind", "board"},
+          {"detail", "the board's random source (getrandom), drawn after the entry was committed"}};
+      c["replayed_on"] =
+          "the board's workers: each segment decided by the board's own replay or by two "
+          "participants' workers that agree";
+      c["checks"] = checks;
+      c["result"] = "certified";
+      c["guarantee"] = {{"challenges", g["challenges"]},
+                        {"statement", g["statement"]},
+                        {"bounds", g["bounds"]}};
+      c["verified_at"] = utc_now();
+      c["board"] = {{"entry", entry}, {"track", o.text(6)}, {"participant", o.text(7)}};
+      certificate = witness::sign_certificate(c, key_).dump();
+    }
+  }
+  db_.exec("UPDATE board_entries SET status = $2 WHERE id = $1", {entry, status});
+  db_.exec("UPDATE board_results SET detail = $2, certificate = $3 WHERE entry = $1",
+           {entry, detail, certificate});
+}
+
+std::optional<json> JobQueue::certificate(const std::string& entry) {
+  const auto r = db_.query("SELECT certificate FROM board_results WHERE entry = $1", {entry});
+  if (r.empty() || r[0].text(0).empty()) return std::nullopt;
+  return json::parse(r[0].text(0));
+}
+
+int JobQueue::schedule_missing() {
+  int n = 0;
+  for (const Row& r : db_.query("SELECT entry FROM board_results WHERE scheduled = 0", {})) {
+    schedule(r.text(0));
+    ++n;
+  }
+  return n;
+}
+
+json JobQueue::verification(const std::string& entry, bool full) {
+  const auto res = db_.query(
+      "SELECT r.steps, r.segment_steps, r.segments, r.val_loss, r.params, r.tokens, r.detail, "
+      "r.certificate, e.status, e.participant FROM board_results r JOIN board_entries e ON e.id = "
+      "r.entry WHERE r.entry = $1",
+      {entry});
+  if (res.empty()) return json::object();
+  const Row& r = res[0];
+  json out = {{"status", r.text(8)},   {"steps", r.integer(0)},  {"segment_steps", r.integer(1)},
+              {"segments", r.integer(2)}, {"val_loss", r.real(3)}, {"params", r.integer(4)},
+              {"tokens", r.integer(5)},   {"failure", r.text(6)},  {"certified", !r.text(7).empty()}};
+  const int64_t given = contributions(r.text(9));
+  out["contributions"] = {{"confirmed_replays", given}, {"required", policy_.contribution}};
+  out["ranked"] = r.text(8) == "certified" && given >= policy_.contribution;
+  if (r.text(8) == "certified" && !out["ranked"])
+    out["unranked_because"] = fmt::format(
+        "the submitter's workers have {} confirmed replay(s) of other entries; {} are required",
+        given, policy_.contribution);
+  if (r.text(8) != "struck") out["guarantee"] = guarantee(entry);
+  if (!full) return out;
+  json segs = json::array();
+  for (const Row& s : db_.query(
+           "SELECT segment, first_step, end_step, status, detail, decided_by FROM board_segments "
+           "WHERE entry = $1 ORDER BY first_step, segment",
+           {entry}))
+    segs.push_back({{"segment", s.integer(0)},
+                    {"label", segment_label(s.integer(0), s.integer(1), s.integer(2))},
+                    {"first_step", s.integer(1)},
+                    {"end_step", s.integer(2)},
+                    {"status", s.text(3)},
+                    {"detail", s.text(4)},
+                    {"decided_by", s.text(5)}});
+  out["checks"] = segs;
+  json draws = json::array();
+  for (const Row& d : db_.query(
+           "SELECT d.n, d.segment, d.origin, COALESCE(p.name, d.requested_by), d.created FROM "
+           "board_draws d LEFT JOIN board_participants p ON p.id = d.requested_by WHERE d.entry = "
+           "$1 ORDER BY d.n",
+           {entry}))
+    draws.push_back({{"n", d.integer(0)},
+                     {"segment", d.integer(1)},
+                     {"origin", d.text(2)},
+                     {"requested_by", d.text(3)},
+                     {"created", d.text(4)}});
+  out["draws"] = draws;
+  json reports = json::array();
+  for (const Row& p : db_.query(
+           "SELECT r.segment, COALESCE(p.name, r.reporter), r.worker, r.passed, r.detail, "
+           "r.seconds, r.standing, r.created FROM board_reports r LEFT JOIN board_participants p "
+           "ON p.id = r.reporter WHERE r.entry = $1 ORDER BY r.created_ms, r.job",
+           {entry}))
+    reports.push_back({{"segment", p.integer(0)},
+                       {"reporter", p.text(1)},
+                       {"worker", p.text(2)},
+                       {"passed", p.integer(3) != 0},
+                       {"detail", p.text(4)},
+                       {"seconds", p.real(5)},
+                       {"standing", p.text(6)},
+                       {"created", p.text(7)}});
+  out["reports"] = reports;
+  return out;
+}
+
+}  // namespace wit::board

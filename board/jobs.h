@@ -1,0 +1,129 @@
+// Verification on the board: the challenges drawn after an entry is committed, the jobs that
+// replay them, the workers' reports and how they are cross-checked, and each entry's verdict,
+// guarantee and certificate (docs/board.md, "Verification").
+//
+// An entry's run is cut into the K-step segments of its checkpoints (K = train.checkpoint_every).
+// Besides the cheap stages run at submission (segment -2: structure and data audit), every entry
+// has jobs for its final checks (segment -1: model and evaluation), its first and last segment
+// and c segments drawn from the board's own random source once the entry is committed. A
+// segment is decided by the board's own replay, or by two participants' workers that agree;
+// one participant's report is checked by another participant's worker or, with probability
+// `spot_check`, by the board. Reports that disagree are settled by the board's replay: a worker
+// found wrong is revoked, and every segment it helped decide is replayed again by the board.
+//
+//   JobQueue q(db, policy, board_key);
+//   q.schedule(entry_id);                       // after the entry is committed
+//   auto job = q.lease(participant_id);         // or kBoardWorker for the board's own pool
+//   q.report(job->id, participant_id, "host-a", {true, "segment 3 ... bit for bit", 1.2});
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "board/db.h"
+#include "witness/log/signing.h"
+
+namespace wit::board {
+
+// The reporter and lease holder name of the board's own worker pool.
+constexpr const char* kBoardWorker = "board";
+constexpr int64_t kAuditSegment = -2;  // structure and data audit, at submission
+constexpr int64_t kFinalSegment = -1;  // model and evaluation
+
+struct VerifyPolicy {
+  int64_t challenges = 4;    // segments drawn at submission besides the first and the last
+  int64_t contribution = 2;  // confirmed replays of others' segments a submitter owes to be ranked
+  double spot_check = 0.25;  // chance that the board itself checks a participant's report
+  int64_t pool_delay_ms = 0;      // the board's pool leaves open jobs this long to participants
+  int64_t lease_ms = 600'000;     // a lease not renewed in this time returns the job to the queue
+};
+
+// A leased job: what to replay and with which files.
+struct Job {
+  std::string id, entry, role;  // role: replay, check or board
+  int64_t segment = 0;          // kFinalSegment or a segment index
+  int64_t first_step = 0, end_step = 0;
+  std::map<std::string, std::string> files;  // run file name -> SHA-256 hex
+  std::map<std::string, uint64_t> sizes;     // run file name -> bytes (for downloads)
+  std::string manifest_root, data_layout;    // the dataset (hex)
+  int64_t lease_expires_ms = 0;              // Unix time
+};
+nlohmann::json job_json(const Job& j);
+Job job_from_json(const nlohmann::json& j);  // throws Error on a malformed job
+
+// What a replay found: passed, or the first failing step and field.
+struct ReplayResult {
+  bool passed = false;
+  std::string detail;
+  double seconds = 0;
+};
+
+// The facts of a submitted run the board keeps for its certificate and ranking.
+struct EntryFacts {
+  nlohmann::json certificate_fields;  // genesis, signed_head, manifest_root, ... (see jobs.cpp)
+  int64_t steps = 0, segment_steps = 0, segments = 0;
+  double val_loss = 0;
+  int64_t params = 0, tokens = 0;
+};
+
+void migrate_jobs(Db& db);
+
+class JobQueue {
+ public:
+  JobQueue(Db& db, VerifyPolicy policy, const witness::SigningKey& key);
+  const VerifyPolicy& policy() const { return policy_; }
+
+  // Records an entry's facts and the audit's result (inside the caller's transaction).
+  void record(const std::string& entry, const EntryFacts& facts, const ReplayResult& audit);
+  // After the entry is committed: draws its challenges and queues their jobs (no-op for an
+  // entry whose audit failed).
+  void schedule(const std::string& entry);
+  // c more draws for `entry`, requested by participant `by`; returns the drawn segments.
+  std::vector<int64_t> rechallenge(const std::string& entry, int64_t c, const std::string& by);
+
+  // The next job `who` (a participant id or kBoardWorker) may replay: never its own entries'
+  // and never a segment it reported on. nullopt when there is none.
+  std::optional<Job> lease(const std::string& who);
+  // Extends the lease; false when `who` no longer holds it.
+  bool renew(const std::string& job, const std::string& who);
+  // A worker's result. Throws an Error when `who` does not hold the job's lease.
+  void report(const std::string& job, const std::string& who, const std::string& worker,
+              const ReplayResult& r);
+
+  bool revoked(const std::string& participant);
+  // Confirmed replays of other participants' segments.
+  int64_t contributions(const std::string& participant);
+  // Everything the entry page shows about verification: segments, draws, reports, guarantee,
+  // certificate (when certified), ranked or why not; `full = false` leaves out the checks,
+  // draws and reports (for track listings).
+  nlohmann::json verification(const std::string& entry, bool full = true);
+  // The signed certificate of a certified entry.
+  std::optional<nlohmann::json> certificate(const std::string& entry);
+  // Entries whose audit passed but whose challenges were never drawn (the board stopped in
+  // between): drawn now. Returns how many.
+  int schedule_missing();
+
+ private:
+  void queue_job(const std::string& entry, int64_t segment, const std::string& role,
+                 const std::string& exclude);
+  void draw(const std::string& entry, int64_t c, const std::string& origin, const std::string& by,
+            std::vector<int64_t>* drawn);
+  void decide(const std::string& entry, int64_t segment);
+  void revoke(const std::string& participant, const std::string& reason);
+  void refresh(const std::string& entry);
+  nlohmann::json guarantee(const std::string& entry);
+
+  Db& db_;
+  VerifyPolicy policy_;
+  const witness::SigningKey& key_;
+};
+
+// Milliseconds since the Unix epoch.
+int64_t now_ms();
+
+}  // namespace wit::board

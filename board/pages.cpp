@@ -158,13 +158,13 @@ Response Site::entry_page(const std::string& id) const {
   if (status == "struck") status = "struck: " + v.value("failure", std::string());
   body += fmt::format(
       "<table>\n<tr><th>status</th><td id=\"status\">{}</td></tr>\n"
-      "<tr><th>track</th><td><a href=\"/tracks/{1}\">{1}</a></td></tr>\n"
+      "<tr><th>track</th><td><a href=\"/tracks/{}\">{}</a></td></tr>\n"
       "<tr><th>submitter</th><td>{}</td></tr>\n<tr><th>final val loss</th><td>{:.6f}</td></tr>\n"
       "<tr><th>training tokens</th><td>{}</td></tr>\n<tr><th>parameters</th><td>{}</td></tr>\n"
       "<tr><th>steps</th><td>{} in {} segments of {}</td></tr>\n"
       "<tr><th>signed head</th><td><code>{}</code></td></tr>\n"
       "<tr><th>received</th><td>{}</td></tr>\n",
-      html_escape(status), html_escape(e["track"]), html_escape(e["participant"]),
+      html_escape(status), html_escape(e["track"]), html_escape(e["track"]), html_escape(e["participant"]),
       v["val_loss"].get<double>(), v["tokens"].get<int64_t>(), v["params"].get<int64_t>(),
       v["steps"].get<int64_t>(), v["segments"].get<int64_t>(), v["segment_steps"].get<int64_t>(),
       html_escape(e["head"]), html_escape(e["created"]));

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "board/net.h"
 #include "core/error.h"
@@ -61,7 +64,15 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     Request r{std::string(req.method_string()), std::string(req.target()), req.body(),
               std::string(req[http::field::authorization])};
-    Response out = site_.handle(r);
+    Response out;
+    try {
+      out = site_.handle(r);
+    } catch (const std::exception& e) {
+      // A fault of the board's own (its database, its files): the request fails, the board stays.
+      out = {500, "application/json",
+             nlohmann::json{{"error", fmt::format("the board failed to answer: {}", e.what())}}.dump() + "\n"};
+      std::fprintf(stderr, "wit board: %s %s: %s\n", r.method.c_str(), r.target.c_str(), e.what());
+    }
     http::response<http::string_body> res{http::status(out.status), req.version()};
     res.set(http::field::server, "wit-board");
     res.set(http::field::content_type, out.content_type);

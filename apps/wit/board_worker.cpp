@@ -39,6 +39,12 @@ board::ReplayResult run_checks(const fs::path& run, const fs::path& data,
   const witness::VerifyReport r = witness::verify_run(o, comm, [](const std::string&) {});
   if (r.outcome == witness::Outcome::NotReproducible)
     fail("the run cannot be certified: {}", r.reason);
+  // At submission, files that do not match the log (a checkpoint of another run, a corrupt
+  // one) are the submitter's mistake or trick, refused with nothing recorded; a log whose data
+  // the audit contradicts is recorded and struck.
+  if (!segment)
+    for (const auto& s : r.stages)
+      if (s.name == "structure" && !s.passed) fail("the run's files do not match its log: {}", s.detail);
   board::ReplayResult out;
   out.passed = r.outcome == witness::Outcome::Certified;
   if (!out.passed) {

@@ -61,6 +61,14 @@ for run in a:alice:honest-a b:bob:honest-b m:mallory:forged-m; do
   grep -q "(verifying)" "$work/submit-$dir" || { cat "$work/submit-$dir"; fail "$dir: not verifying"; }
 done
 A=$(entry_of "$work/submit-a") B=$(entry_of "$work/submit-b") M=$(entry_of "$work/submit-m")
+# A run holding another run's checkpoint is refused at submission, and nothing is recorded.
+cp -r "$work/a" "$work/x"
+cp "$work/b/checkpoints/step_00000004.ckpt" "$work/x/checkpoints/step_00000004.ckpt"
+"$wit" board submit "$work/x" --server "$url" --token "$(tok alice)" --track kjv-tiny --name spliced \
+  >"$work/submit-x" 2>&1 && fail "a run with another run's checkpoint was entered"
+grep -q "400 the run's files do not match its log: .*step_00000004.ckpt belongs to another run" "$work/submit-x" ||
+  { cat "$work/submit-x"; fail "the spliced checkpoint is not named"; }
+[ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "the refused run was recorded"
 echo "submitted: honest $A and $B, forged $M; audited at submission"
 
 # Carol's worker leases a job and vanishes (as if killed): it must come back to the queue.

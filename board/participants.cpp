@@ -21,6 +21,14 @@ void migrate(Db& db) {
       " token_sha256 TEXT NOT NULL UNIQUE,"
       " admin BIGINT NOT NULL,"
       " created TEXT NOT NULL)");
+  // Uploads begun and not finished, by participant (the per-participant quota).
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_uploads ("
+      " sha256 TEXT NOT NULL,"
+      " participant TEXT NOT NULL,"
+      " size BIGINT NOT NULL,"
+      " began TEXT NOT NULL,"
+      " PRIMARY KEY (sha256, participant))");
   migrate_entries(db);
   migrate_jobs(db);
 }

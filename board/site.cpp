@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "board/ids.h"
 #include "core/error.h"
 
 namespace wit::board {
@@ -70,7 +71,7 @@ std::string html_escape(const std::string& s) {
 }
 
 Site::Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key,
-           SiteVerification verification)
+           SiteOptions verification)
     : tracks_(std::move(tracks)), db_(db), files_(files), key_(key), v_(std::move(verification)) {}
 
 namespace {
@@ -102,12 +103,34 @@ Response Site::file(const Request& r, const std::string& path) const {
   if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
     return api_error(400, "a file is named by its SHA-256: 64 lowercase hex digits");
   const Digest sha = digest_from_hex(hex, "file");
-  if (!caller(r)) return api_error(401, "uploading takes a participant's token (Authorization: Bearer TOKEN)");
+  const auto me = caller(r);
+  if (!me) return api_error(401, "uploading takes a participant's token (Authorization: Bearer TOKEN)");
   std::lock_guard<std::mutex> lock(files_mutex_);
   try {
     if (r.method == "GET") {
       const auto size = number(query_value(r.target, "size"));
       if (!size) return api_error(400, "GET /api/files/SHA256 needs ?size=BYTES");
+      if (!files_.has(sha)) {
+        // Unfinished uploads are the board's disk held for a participant: bounded per participant.
+        std::lock_guard<std::mutex> db_lock(db_mutex_);
+        const std::string& who = me->id;
+        uint64_t open = 0;
+        bool mine = false;
+        for (const Row& u : db_.query("SELECT sha256, size FROM board_uploads WHERE participant = $1", {who})) {
+          if (files_.has(digest_from_hex(u.text(0), "upload"))) {
+            db_.exec("DELETE FROM board_uploads WHERE sha256 = $1", {u.text(0)});
+            continue;
+          }
+          if (u.text(0) == hex) mine = true;
+          else open += uint64_t(u.integer(1));
+        }
+        if (open + *size > v_.upload_quota)
+          return api_error(413, fmt::format("your unfinished uploads would hold {} bytes, over this board's quota of {} per participant: finish or abandon one first",
+                                            open + *size, v_.upload_quota));
+        if (!mine)
+          db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                   {hex, who, int64_t(*size), utc_now()});
+      }
       const uint64_t at = files_.begin(sha, *size);
       return json(200, {{"sha256", hex}, {"size", *size}, {"offset", at}, {"complete", files_.has(sha)}});
     }

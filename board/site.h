@@ -53,12 +53,14 @@ struct Response {
   std::string body;
 };
 
-// How the board verifies what it takes in.
-struct SiteVerification {
+// How the board verifies what it takes in, and what one participant may leave unfinished.
+struct SiteOptions {
   VerifyPolicy policy;
   Checks checks;        // run at submission (audit); the pool runs the replays
   Datasets datasets;    // the tracks' datasets
   std::filesystem::path work_dir;  // where runs are linked to be checked
+  // Bytes of uploads a participant may have begun and not finished at once.
+  uint64_t upload_quota = uint64_t(64) << 30;
 };
 
 class Site {
@@ -66,7 +68,7 @@ class Site {
   // `db` (migrated, board/participants.h) holds the participants, entries and jobs; the site
   // uses it from the server's threads one at a time. `key` signs receipts and certificates.
   Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key,
-       SiteVerification verification);
+       SiteOptions verification);
   Response handle(const Request& r) const;
 
  private:
@@ -87,7 +89,7 @@ class Site {
   Db& db_;
   BlobStore& files_;
   const witness::SigningKey& key_;
-  SiteVerification v_;
+  SiteOptions v_;
   mutable std::mutex db_mutex_, files_mutex_;
 };
 

@@ -141,12 +141,13 @@ int board_serve(const BoardServeOptions& o) {
   if (o.pool < 0 || o.pool > 64) fail("--pool {}: expected 0 to 64 workers", o.pool);
   if (!(o.pool_delay >= 0)) fail("--pool-delay {}: expected >= 0 seconds", o.pool_delay);
   if (!(o.lease >= 1)) fail("--lease {}: expected at least 1 second", o.lease);
+  if (!(o.upload_quota > 0 && o.upload_quota < 1e9)) fail("--upload-quota {}: expected GiB > 0", o.upload_quota);
   board::ServerOptions so;
   so.host = o.listen.substr(0, colon);
   so.port = uint16_t(std::stoul(o.listen.substr(colon + 1)));
   so.threads = o.threads;
   const std::vector<board::Track> tracks = board::load_tracks(o.tracks);
-  board::SiteVerification v;
+  board::SiteOptions v;
   v.policy.challenges = o.challenges;
   v.policy.contribution = o.contribution;
   v.policy.spot_check = o.spot_check;
@@ -155,6 +156,7 @@ int board_serve(const BoardServeOptions& o) {
   v.checks = replay_checks();
   v.datasets = index_datasets(o.datasets);
   v.work_dir = fs::absolute(o.files) / "work";
+  v.upload_quota = uint64_t(o.upload_quota * double(uint64_t(1) << 30));
   for (const board::Track& t : tracks)
     if (!v.datasets.find(to_hex(t.manifest_root), to_hex(t.data_layout)))
       fmt::print("wit board: warning: track {} takes no entries: no --datasets directory holds its "

@@ -195,6 +195,9 @@ void add_board(CLI::App& app) {
   serve->add_option("--pool-delay", so->pool_delay,
                     "Seconds the pool leaves an open job to participants' workers before taking it")
       ->capture_default_str();
+  serve->add_option("--upload-quota", so->upload_quota,
+                    "GiB of unfinished uploads one participant may hold at once")
+      ->capture_default_str();
   serve->add_option("--lease", so->lease,
                     "Seconds a job stays leased to a worker that stops renewing it")
       ->capture_default_str();

@@ -47,7 +47,7 @@ class ServerTest : public ::testing::Test {
     migrate(*db_);
     token_ = add_participant(*db_, "lab-a", false);
     files_ = std::make_unique<BlobStore>(dir_.path() / "files");
-    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_, key_, SiteVerification{});
+    site_ = std::make_unique<Site>(test_tracks(dir_), *db_, *files_, key_, options());
     ServerOptions o;
     o.port = 0;
     o.max_body = 1024;
@@ -55,6 +55,7 @@ class ServerTest : public ::testing::Test {
     server_ = std::make_unique<Server>(*site_, o);
     thread_ = std::thread([this] { server_->run(); });
   }
+  virtual SiteOptions options() { return {}; }
   void TearDown() override {
     server_->stop();
     thread_.join();
@@ -154,6 +155,16 @@ TEST_F(ServerTest, AFileArrivesInPiecesAndIsKeptOnlyWhenItsHashMatches) {
   ASSERT_EQ(res.result_int(), 200) << res.body();
   EXPECT_TRUE(nlohmann::json::parse(res.body())["complete"].get<bool>());
   EXPECT_TRUE(files_->has(sha256(file)));
+  // A published file comes back in pieces, to participants only.
+  const std::string content = at + "/content?offset=";
+  EXPECT_EQ(request(http::verb::get, content + "0").result_int(), 401);
+  res = request(http::verb::get, content + "0", "", token_);
+  ASSERT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.body(), file);
+  EXPECT_EQ(request(http::verb::get, content + "60000", "", token_).body(), file.substr(60'000));
+  EXPECT_EQ(request(http::verb::get, content + "100000", "", token_).body(), "");
+  EXPECT_EQ(request(http::verb::get, content + "100001", "", token_).result_int(), 400);
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + std::string(64, 'e') + "/content?offset=0", "", token_).result_int(), 404);
   // Bytes that are not the announced file: 422, nothing kept.
   const std::string other = "/api/files/" + to_hex(sha256(std::string("expected")));
   request(http::verb::get, other + "?size=8", "", token_);
@@ -166,6 +177,33 @@ TEST_F(ServerTest, AFileArrivesInPiecesAndIsKeptOnlyWhenItsHashMatches) {
                                 token_ + "\r\nContent-Length: " + std::to_string(17 << 20) + "\r\n\r\n");
   EXPECT_TRUE(contains(reply, "413")) << reply.substr(0, 200);
   EXPECT_TRUE(contains(reply, "limit of 16777216 bytes"));
+}
+
+class QuotaTest : public ServerTest {
+  SiteOptions options() override {
+    SiteOptions o;
+    o.upload_quota = 250'000;
+    return o;
+  }
+};
+
+TEST_F(QuotaTest, AParticipantsUnfinishedUploadsAreBounded) {
+  const std::string a = to_hex(sha256(std::string("a"))), b = to_hex(sha256(std::string("b")));
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + a + "?size=200000", "", token_).result_int(), 200);
+  // Asking again about the same upload does not count it twice.
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + a + "?size=200000", "", token_).result_int(), 200);
+  auto res = request(http::verb::get, "/api/files/" + b + "?size=100000", "", token_);
+  EXPECT_EQ(res.result_int(), 413);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "quota of 250000 per participant"));
+  // Another participant has a quota of its own.
+  const std::string other = add_participant(*db_, "lab-b", false);
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + b + "?size=100000", "", other).result_int(), 200);
+  // A finished upload no longer counts.
+  const std::string small = "tiny file";
+  const std::string c = to_hex(sha256(small));
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + c + "?size=9", "", token_).result_int(), 200);
+  EXPECT_EQ(request(http::verb::put, "/api/files/" + c + "?offset=0", small, token_).result_int(), 200);
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + c + "?size=9", "", token_).result_int(), 200);
 }
 
 TEST_F(ServerTest, ASubmissionIsCheckedBeforeAnythingIsRecorded) {

@@ -68,7 +68,14 @@ cp "$work/b/checkpoints/step_00000004.ckpt" "$work/x/checkpoints/step_00000004.c
   >"$work/submit-x" 2>&1 && fail "a run with another run's checkpoint was entered"
 grep -q "400 the run's files do not match its log: .*step_00000004.ckpt belongs to another run" "$work/submit-x" ||
   { cat "$work/submit-x"; fail "the spliced checkpoint is not named"; }
-[ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "the refused run was recorded"
+# A run that declares a nondeterministic reduction cannot be replayed bit for bit: refused.
+"$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set dist.reduction=arrival --out "$work/r" -q >/dev/null || fail "train r"
+"$wit" board submit "$work/r" --server "$url" --token "$(tok alice)" --track kjv-tiny --name arrival \
+  >"$work/submit-r" 2>&1 && fail "a run with dist.reduction = arrival was entered"
+grep -q "400 the run cannot be certified: dist.reduction = arrival" "$work/submit-r" ||
+  { cat "$work/submit-r"; fail "the nondeterministic run's refusal"; }
+[ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "a refused run was recorded"
+echo "refused at submission, nothing recorded: another run's checkpoint; dist.reduction = arrival"
 echo "submitted: honest $A and $B, forged $M; audited at submission"
 
 # Carol's worker leases a job and vanishes (as if killed): it must come back to the queue.
@@ -211,6 +218,52 @@ $py -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['guarantee']['
 "$wit" verify --check-certificate "$work/cert-a2.json" --verifier-key "$work/board.pem.pub" "$work/a" >/dev/null ||
   fail "the re-signed certificate does not check"
 echo "re-challenge: $(cat "$work/challenge.out"); certificate now states 5 challenges"
+# The OpenAPI document names every route the site serves, and what the live board answers has
+# the documented fields.
+$py - "$url" "$A" "$src/docs/board-api.yaml" "$src/board/site.h" <<'PY' || fail "docs/board-api.yaml"
+import json, re, sys, urllib.request, yaml
+url, A, spec_file, site_h = sys.argv[1:5]
+spec = yaml.safe_load(open(spec_file))
+def deref(node):
+    if isinstance(node, dict) and "$ref" in node:
+        target = spec
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        return deref(target)
+    return node
+routes = set()
+for line in open(site_h):
+    for method, path in re.findall(r"(GET|POST|PUT) (/api/[^\s?]*)", line):
+        routes.add((method.lower(), re.sub(r"SHA256", "{sha256}", re.sub(r"/ID", "/{id}", path))))
+documented = {(m, p) for p, ops in spec["paths"].items() for m in ops if m in ("get", "post", "put")}
+assert routes <= documented, ("routes the OpenAPI file lacks", routes - documented)
+def check(value, schema, where):
+    schema = deref(schema)
+    if "allOf" in schema:
+        for s in schema["allOf"]:
+            check(value, s, where)
+        return
+    if value is None:
+        assert schema.get("nullable"), where
+        return
+    kind = schema.get("type")
+    py = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int, "number": (int, float)}
+    if kind:
+        assert isinstance(value, py[kind]), (where, kind, value)
+    for key in schema.get("required", []):
+        assert key in value, (where, "lacks", key)
+    for key, sub in schema.get("properties", {}).items():
+        if isinstance(value, dict) and key in value:
+            check(value[key], sub, where + "." + key)
+    if kind == "array":
+        for i, item in enumerate(value):
+            check(item, schema.get("items", {}), f"{where}[{i}]")
+for path, concrete in [("/api/tracks", "/api/tracks"), ("/api/tracks/{id}", "/api/tracks/kjv-tiny"),
+                       ("/api/entries/{id}", f"/api/entries/{A}")]:
+    body = json.load(urllib.request.urlopen(url + concrete.lstrip("/")))
+    check(body, spec["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"], concrete)
+print(f"OpenAPI: {len(documented)} operations documented, {len(routes)} routes of the site among them, live answers match")
+PY
 kill -TERM $pid
 wait $pid || fail "exit $? after SIGTERM"
 echo "verify: all passed"

@@ -466,22 +466,11 @@ int64_t JobQueue::contributions(const std::string& participant) {
       .integer(0);
 }
 
-json JobQueue::guarantee(const std::string& entry) {
-  const auto res = db_.query("SELECT segments FROM board_results WHERE entry = $1", {entry});
-  const int64_t S = res.at(0).integer(0);
-  int64_t c = 0, pending = 0;
-  for (const Row& r : db_.query(
-           "SELECT s.status FROM board_draws d JOIN board_segments s ON s.entry = d.entry AND "
-           "s.segment = d.segment WHERE d.entry = $1 AND d.origin <> 'always'",
-           {entry})) {
-    if (r.text(0) == "passed") ++c;
-    if (r.text(0) == "pending") ++pending;
-  }
-  const int64_t replayed =
-      db_.query("SELECT COUNT(*) FROM board_segments WHERE entry = $1 AND segment >= 0 AND status "
-                "= 'passed'",
-                {entry})[0]
-          .integer(0);
+namespace {
+
+// The guarantee of an entry with S segments, c drawn segments replayed and passed, `pending`
+// draws waiting, and `replayed` distinct segments passed.
+json guarantee_json(int64_t S, int64_t c, int64_t pending, int64_t replayed) {
   const bool everything = replayed == S;
   json bounds = json::array();
   for (double f : {0.01, 0.05, 0.1, 0.25})
@@ -505,6 +494,86 @@ json JobQueue::guarantee(const std::string& entry) {
   return {{"challenges", c},         {"pending_draws", pending}, {"segments", S},
           {"segments_replayed", replayed}, {"every_step", everything},
           {"f_rejected_with_99_percent", f99}, {"statement", statement}, {"bounds", bounds}};
+}
+
+// An entry's verification without its checks, draws and reports.
+json summary_json(const std::string& status, int64_t steps, int64_t K, int64_t S, double val_loss,
+                  int64_t params, int64_t tokens, const std::string& failure, bool certified,
+                  int64_t given, int64_t required) {
+  json out = {{"status", status},     {"steps", steps},       {"segment_steps", K},
+              {"segments", S},        {"val_loss", val_loss}, {"params", params},
+              {"tokens", tokens},     {"failure", failure},   {"certified", certified}};
+  out["contributions"] = {{"confirmed_replays", given}, {"required", required}};
+  out["ranked"] = status == "certified" && given >= required;
+  if (status == "certified" && !out["ranked"])
+    out["unranked_because"] = fmt::format(
+        "the submitter's workers have {} confirmed replay(s) of other entries; {} are required",
+        given, required);
+  return out;
+}
+
+}  // namespace
+
+json JobQueue::guarantee(const std::string& entry) {
+  const auto res = db_.query("SELECT segments FROM board_results WHERE entry = $1", {entry});
+  const int64_t S = res.at(0).integer(0);
+  int64_t c = 0, pending = 0;
+  for (const Row& r : db_.query(
+           "SELECT s.status FROM board_draws d JOIN board_segments s ON s.entry = d.entry AND "
+           "s.segment = d.segment WHERE d.entry = $1 AND d.origin <> 'always'",
+           {entry})) {
+    if (r.text(0) == "passed") ++c;
+    if (r.text(0) == "pending") ++pending;
+  }
+  const int64_t replayed =
+      db_.query("SELECT COUNT(*) FROM board_segments WHERE entry = $1 AND segment >= 0 AND status "
+                "= 'passed'",
+                {entry})[0]
+          .integer(0);
+  return guarantee_json(S, c, pending, replayed);
+}
+
+std::map<std::string, json> JobQueue::summaries(const std::string& track) {
+  // A few grouped queries for the whole track, whatever its number of entries.
+  std::set<std::string> revoked_ids;
+  for (const Row& r : db_.query("SELECT participant FROM board_revoked", {})) revoked_ids.insert(r.text(0));
+  std::map<std::string, int64_t> given;
+  for (const Row& r : db_.query(
+           "SELECT r.reporter, COUNT(*) FROM board_reports r JOIN board_entries e ON e.id = "
+           "r.entry WHERE r.standing = 'confirmed' AND e.participant <> r.reporter GROUP BY "
+           "r.reporter",
+           {}))
+    given[r.text(0)] = revoked_ids.count(r.text(0)) ? 0 : r.integer(1);
+  std::map<std::string, std::pair<int64_t, int64_t>> draws;  // entry -> (passed, pending)
+  for (const Row& r : db_.query(
+           "SELECT d.entry, s.status, COUNT(*) FROM board_draws d JOIN board_segments s ON "
+           "s.entry = d.entry AND s.segment = d.segment JOIN board_entries e ON e.id = d.entry "
+           "WHERE e.track = $1 AND d.origin <> 'always' GROUP BY d.entry, s.status",
+           {track})) {
+    if (r.text(1) == "passed") draws[r.text(0)].first += r.integer(2);
+    if (r.text(1) == "pending") draws[r.text(0)].second += r.integer(2);
+  }
+  std::map<std::string, int64_t> replayed;
+  for (const Row& r : db_.query(
+           "SELECT s.entry, COUNT(*) FROM board_segments s JOIN board_entries e ON e.id = s.entry "
+           "WHERE e.track = $1 AND s.segment >= 0 AND s.status = 'passed' GROUP BY s.entry",
+           {track}))
+    replayed[r.text(0)] = r.integer(1);
+  std::map<std::string, json> out;
+  for (const Row& r : db_.query(
+           "SELECT r.entry, r.steps, r.segment_steps, r.segments, r.val_loss, r.params, r.tokens, "
+           "r.detail, r.certificate, e.status, e.participant FROM board_results r JOIN "
+           "board_entries e ON e.id = r.entry WHERE e.track = $1",
+           {track})) {
+    const std::string& e = r.text(0);
+    json v = summary_json(r.text(9), r.integer(1), r.integer(2), r.integer(3), r.real(4),
+                          r.integer(5), r.integer(6), r.text(7), !r.text(8).empty(),
+                          given.count(r.text(10)) ? given[r.text(10)] : 0, policy_.contribution);
+    if (r.text(9) != "struck")
+      v["guarantee"] = guarantee_json(r.integer(3), draws[e].first, draws[e].second, replayed[e]);
+    out[e] = v;
+  }
+  return out;
 }
 
 void JobQueue::refresh(const std::string& entry) {
@@ -603,16 +672,9 @@ json JobQueue::verification(const std::string& entry, bool full) {
       {entry});
   if (res.empty()) return json::object();
   const Row& r = res[0];
-  json out = {{"status", r.text(8)},   {"steps", r.integer(0)},  {"segment_steps", r.integer(1)},
-              {"segments", r.integer(2)}, {"val_loss", r.real(3)}, {"params", r.integer(4)},
-              {"tokens", r.integer(5)},   {"failure", r.text(6)},  {"certified", !r.text(7).empty()}};
-  const int64_t given = contributions(r.text(9));
-  out["contributions"] = {{"confirmed_replays", given}, {"required", policy_.contribution}};
-  out["ranked"] = r.text(8) == "certified" && given >= policy_.contribution;
-  if (r.text(8) == "certified" && !out["ranked"])
-    out["unranked_because"] = fmt::format(
-        "the submitter's workers have {} confirmed replay(s) of other entries; {} are required",
-        given, policy_.contribution);
+  json out = summary_json(r.text(8), r.integer(0), r.integer(1), r.integer(2), r.real(3),
+                          r.integer(4), r.integer(5), r.text(6), !r.text(7).empty(),
+                          contributions(r.text(9)), policy_.contribution);
   if (r.text(8) != "struck") out["guarantee"] = guarantee(entry);
   if (!full) return out;
   json segs = json::array();

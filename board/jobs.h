@@ -102,6 +102,8 @@ class JobQueue {
   // certificate (when certified), ranked or why not; `full = false` leaves out the checks,
   // draws and reports (for track listings).
   nlohmann::json verification(const std::string& entry, bool full = true);
+  // verification(entry, false) of every entry of a track, in a few queries.
+  std::map<std::string, nlohmann::json> summaries(const std::string& track);
   // The signed certificate of a certified entry.
   std::optional<nlohmann::json> certificate(const std::string& entry);
   // Entries whose audit passed but whose challenges were never drawn (the board stopped in

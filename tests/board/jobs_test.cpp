@@ -166,6 +166,10 @@ TEST_P(JobsTest, ParticipantsNeverReplayTheirOwnEntriesAndTwoAgreeingReportsDeci
   drain(ids_["carol"]);
   EXPECT_EQ(status(other), "certified");
   EXPECT_TRUE(queue().verification(e)["ranked"]);
+  // The track listing's summaries, made in a few grouped queries, are each entry's own.
+  const auto all = queue().summaries("kjv-tiny");
+  EXPECT_EQ(all.size(), 2u);
+  for (const auto& [id, v] : all) EXPECT_EQ(v, queue().verification(id, false)) << id;
 }
 
 TEST_P(JobsTest, AWorkerThatLiesIsCaughtRevokedAndItsPastReportsAreReplayedByTheBoard) {
@@ -200,6 +204,7 @@ TEST_P(JobsTest, AWorkerThatLiesIsCaughtRevokedAndItsPastReportsAreReplayedByThe
   EXPECT_EQ(status(honest_run), "certified");
   // Bob's reports on alice's run were confirmed by the board itself.
   EXPECT_EQ(q.contributions(ids_["bob"]), 4);
+  for (const auto& [id, v] : q.summaries("kjv-tiny")) EXPECT_EQ(v, q.verification(id, false)) << id;
 }
 
 TEST_P(JobsTest, ALeaseThatExpiresReturnsTheJobAndTheLateReportIsRefused) {

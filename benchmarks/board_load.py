@@ -107,7 +107,7 @@ def reader(index, readers):
 
 
 threads = [threading.Thread(target=submitter, args=(i, t)) for i, t in enumerate(tokens)]
-readers = 8
+readers = 32  # blocking readers: enough that a slow answer does not lower the offered rate
 threads += [threading.Thread(target=reader, args=(r, readers)) for r in range(readers)]
 began = time.monotonic()
 for t in threads:

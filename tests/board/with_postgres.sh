@@ -20,10 +20,18 @@ cleanup() {
 trap cleanup EXIT
 "${as[@]}" "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log"; echo "FAIL: initdb"; exit 1; }
-port=$(( 20000 + $$ % 20000 ))
-"${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-h 127.0.0.1 -p $port -k $dir" start >/dev/null ||
-  { cat "$dir/server.log"; echo "FAIL: the PostgreSQL server did not start"; exit 1; }
+# A port another program holds is tried again elsewhere, a few times.
+started=0
+for attempt in 1 2 3 4 5; do
+  port=$(( 20000 + (RANDOM * 7 + $$) % 20000 ))
+  if "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+       -o "-h 127.0.0.1 -p $port -k $dir" start >/dev/null; then
+    started=1
+    break
+  fi
+  grep -q "Address already in use" "$dir/server.log" || break
+done
+[ $started = 1 ] || { cat "$dir/server.log"; echo "FAIL: the PostgreSQL server did not start"; exit 1; }
 "${as[@]}" "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres wit ||
   { echo "FAIL: createdb"; exit 1; }
 export WIT_TEST_POSTGRES_URL="postgresql://postgres@127.0.0.1:$port/wit"

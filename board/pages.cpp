@@ -8,6 +8,7 @@
 #include "board/site.h"
 #include "core/error.h"
 #include "witness/log/reader.h"
+#include "witness/log/summary.h"
 
 namespace wit::board {
 
@@ -184,14 +185,10 @@ Response Site::entry_page(const std::string& id) const {
   if (const auto path = files_.path_of(digest_from_hex(log_sha, "witness.h5"))) {
     try {
       const witness::WitnessLog log = witness::read_log(*path);
-      body += fmt::format(
-          "<h2>Witness</h2>\n<table>\n<tr><th>genesis</th><td><code>{}</code></td></tr>\n"
-          "<tr><th>trainer key</th><td>{}</td></tr>\n<tr><th>dataset root</th><td><code>{}</code>"
-          "</td></tr>\n<tr><th>rows</th><td>{} steps, {} fingerprints, {} checkpoints, {} evals, "
-          "{} signatures</td></tr>\n</table>\n<h2>Loss</h2>\n",
-          to_hex(log.genesis), html_escape(witness::key_id(log.meta.public_key)),
-          to_hex(log.meta.manifest_root), log.tables.steps.size(), log.tables.fingerprints.size(),
-          log.tables.checkpoints.size(), log.tables.evals.size(), log.tables.signatures.size());
+      // What `wit inspect` prints about the board's copy of the log.
+      body += "<h2>Witness</h2>\n<pre id=\"witness\">" +
+              html_escape(witness::summary_text(log, witness::check_log(log), "witness.h5 (" + log_sha.substr(0, 16) + ")")) +
+              "</pre>\n<h2>Loss</h2>\n";
       body += loss_svg(log);
     } catch (const Error& err) {
       body += "<p>The witness log cannot be read: " + html_escape(err.what()) + "</p>\n";

@@ -238,6 +238,8 @@ std::vector<int64_t> JobQueue::rechallenge(const std::string& entry, int64_t c,
         {entry, kAuditSegment});
     if (r.empty()) fail("no entry '{}'", entry);
     if (r[0].text(1) != "passed") fail("entry {} failed its audit: nothing to re-challenge", entry);
+    if (db_.query("SELECT status FROM board_entries WHERE id = $1", {entry}).at(0).text(0) == "struck")
+      fail("entry {} is struck already: nothing to re-challenge", entry);
     if (r[0].integer(0) <= 2)
       fail("entry {} has {} segment(s), all replayed already", entry, r[0].integer(0));
     draw(entry, c, "rechallenge", by, &drawn);
@@ -643,6 +645,21 @@ void JobQueue::refresh(const std::string& entry) {
       c["board"] = {{"entry", entry}, {"track", o.text(6)}, {"participant", o.text(7)}};
       certificate = witness::sign_certificate(c, key_).dump();
     }
+  }
+  if (status == "struck") {
+    // Nothing more to learn about the run: first replays not yet leased are dropped. Checks of
+    // participants' reports stay, so that a worker that lied about this entry is still caught.
+    db_.exec("DELETE FROM board_jobs WHERE entry = $1 AND state = 'queued' AND role = 'replay'",
+             {entry});
+  } else if (status == "verifying") {
+    // Every pending check has a job: one whose jobs were dropped while the entry was struck
+    // (a strike that a revoked worker's reports had decided) gets a new one.
+    for (const Row& r : segs)
+      if (r.text(3) == "pending" &&
+          db_.query("SELECT 1 FROM board_jobs WHERE entry = $1 AND segment = $2 AND state <> 'done'",
+                    {entry, r.integer(0)})
+              .empty())
+        queue_job(entry, r.integer(0), "replay", "");
   }
   db_.exec("UPDATE board_entries SET status = $2 WHERE id = $1", {entry, status});
   db_.exec("UPDATE board_results SET detail = $2, certificate = $3 WHERE entry = $1",

@@ -143,6 +143,9 @@ TEST_P(JobsTest, AFailedAuditOrSegmentStrikesTheEntryWithItsStepAndField) {
   EXPECT_TRUE(contains(v["failure"], "segment 5 (steps 50 to 59): step 53, field loss")) << v["failure"];
   EXPECT_FALSE(queue().certificate(e));
   EXPECT_FALSE(v["ranked"]);
+  // Struck: the replays nobody had leased yet are dropped, and it cannot be re-challenged.
+  EXPECT_EQ(db_->query("SELECT COUNT(*) FROM board_jobs WHERE entry = $1 AND state = 'queued'", {e})[0].integer(0), 0);
+  EXPECT_TRUE(contains(error_of([&] { queue().rechallenge(e, 1, ids_["carol"]); }), "struck already"));
 }
 
 TEST_P(JobsTest, ParticipantsNeverReplayTheirOwnEntriesAndTwoAgreeingReportsDecide) {

@@ -70,6 +70,10 @@ Job job_from_json(const json& j) {
     out.manifest_root = j.at("manifest_root");
     out.data_layout = j.at("data_layout");
     out.lease_expires_ms = j.at("lease_expires_ms");
+    // Ids become paths on a worker's disk: hex only, whatever a board sends.
+    for (const std::string* id : {&out.id, &out.entry})
+      if (id->empty() || id->size() > 64 || id->find_first_not_of("0123456789abcdef") != std::string::npos)
+        fail("a job from the board has a malformed id '{}'", *id);
     return out;
   } catch (const json::exception& e) {
     fail("a malformed job from the board: {}", e.what());
@@ -242,6 +246,14 @@ std::vector<int64_t> JobQueue::rechallenge(const std::string& entry, int64_t c,
       fail("entry {} is struck already: nothing to re-challenge", entry);
     if (r[0].integer(0) <= 2)
       fail("entry {} has {} segment(s), all replayed already", entry, r[0].integer(0));
+    const int64_t pending =
+        db_.query("SELECT COUNT(*) FROM board_draws d JOIN board_segments s ON s.entry = d.entry "
+                  "AND s.segment = d.segment WHERE d.entry = $1 AND s.status = 'pending'",
+                  {entry})[0]
+            .integer(0);
+    if (pending + c > policy_.max_pending_draws)
+      fail("entry {} has {} draws waiting to be replayed; at most {} may wait: ask again later",
+           entry, pending, policy_.max_pending_draws);
     draw(entry, c, "rechallenge", by, &drawn);
     refresh(entry);
   });
@@ -259,6 +271,12 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
     out.reset();
     if (!board && revoked(who)) return;
     const int64_t now = now_ms();
+    // A participant cannot sit on more than a few jobs: the rest stay for other workers.
+    if (!board && db_.query("SELECT COUNT(*) FROM board_jobs WHERE owner = $1 AND state = 'leased' "
+                            "AND lease_expires >= $2",
+                            {who, now})[0]
+                          .integer(0) >= policy_.max_leases)
+      return;
     const auto rows = db_.query(
         "SELECT j.id, j.entry, j.segment, j.role, j.exclude, j.created_ms, e.participant "
         "FROM board_jobs j JOIN board_entries e ON e.id = j.entry "

@@ -41,6 +41,8 @@ struct VerifyPolicy {
   double spot_check = 0.25;  // chance that the board itself checks a participant's report
   int64_t pool_delay_ms = 0;      // the board's pool leaves open jobs this long to participants
   int64_t lease_ms = 600'000;     // a lease not renewed in this time returns the job to the queue
+  int64_t max_leases = 8;         // jobs one participant may hold at once
+  int64_t max_pending_draws = 1000;  // re-challenges wait while an entry has this many undecided
 };
 
 // A leased job: what to replay and with which files.

@@ -261,6 +261,21 @@ TEST_P(JobsTest, TheBoardSpotChecksParticipantsWhenItsCoinSaysSo) {
   EXPECT_EQ(queue().contributions(ids_["bob"]), 2);
 }
 
+TEST_P(JobsTest, NoParticipantHoardsJobsOrFloodsAnEntryWithReChallenges) {
+  policy_.pool_delay_ms = 60'000;
+  policy_.max_leases = 2;
+  policy_.max_pending_draws = 10;
+  const std::string e = entry("alice", 20);  // final, first, last and 4 drawn: up to 7 jobs
+  JobQueue q = queue();
+  EXPECT_TRUE(q.lease(ids_["bob"]));
+  EXPECT_TRUE(q.lease(ids_["bob"]));
+  EXPECT_FALSE(q.lease(ids_["bob"]));  // two held: no third
+  EXPECT_TRUE(q.lease(ids_["carol"]));
+  // 6 draws wait (first, last, 4 drawn): 4 more may be asked for, not 5.
+  EXPECT_TRUE(contains(error_of([&] { q.rechallenge(e, 5, ids_["carol"]); }), "at most 10 may wait"));
+  EXPECT_EQ(q.rechallenge(e, 4, ids_["carol"]).size(), 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, JobsTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 

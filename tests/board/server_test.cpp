@@ -155,9 +155,17 @@ TEST_F(ServerTest, AFileArrivesInPiecesAndIsKeptOnlyWhenItsHashMatches) {
   ASSERT_EQ(res.result_int(), 200) << res.body();
   EXPECT_TRUE(nlohmann::json::parse(res.body())["complete"].get<bool>());
   EXPECT_TRUE(files_->has(sha256(file)));
-  // A published file comes back in pieces, to participants only.
+  // A published file comes back in pieces, to participants only, once it belongs to an entry.
   const std::string content = at + "/content?offset=";
   EXPECT_EQ(request(http::verb::get, content + "0").result_int(), 401);
+  res = request(http::verb::get, content + "0", "", token_);
+  EXPECT_EQ(res.result_int(), 404);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "belongs to no entry"));
+  db_->exec(
+      "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, created, "
+      "receipt) SELECT 'e1', 'kjv-tiny', id, 'x', 'h', 1, $1, 'verifying', 'now', '{}' FROM "
+      "board_participants WHERE name = 'lab-a'",
+      {nlohmann::json({{"witness.h5", hex}}).dump()});
   res = request(http::verb::get, content + "0", "", token_);
   ASSERT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body(), file);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <unistd.h>
 
 #include "board/ids.h"
 #include "core/error.h"
@@ -60,7 +61,8 @@ void LocalPool::stop() {
 }
 
 void LocalPool::run(int index) {
-  const std::string worker = fmt::format("board pool {}", index);
+  // Several servers may share one database: the pid tells their pools apart.
+  const std::string worker = fmt::format("board pool {} (pid {})", index, ::getpid());
   std::unique_ptr<Db> db;
   auto idle = [&](int ms) {
     for (int waited = 0; waited < ms && !stop_; waited += 100)

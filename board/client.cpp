@@ -50,12 +50,12 @@ Client::Client(const std::string& server, std::string token) : token_(std::move(
 }
 
 std::pair<int, std::string> Client::exchange(const std::string& method, const std::string& target,
-                                             const std::string& body) {
+                                             const std::string& body, std::chrono::seconds timeout) {
   http::response<http::string_body> res;
   try {
     asio::io_context io;
     beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(120));
+    stream.expires_after(timeout);
     stream.connect(tcp::resolver(io).resolve(host_, port_));
     http::request<http::string_body> req{http::string_to_verb(method), target, 11};
     req.set(http::field::host, host_);
@@ -76,8 +76,8 @@ std::pair<int, std::string> Client::exchange(const std::string& method, const st
 }
 
 nlohmann::json Client::call(const std::string& method, const std::string& target,
-                            const std::string& body) {
-  const auto [status, text] = exchange(method, target, body);
+                            const std::string& body, std::chrono::seconds timeout) {
+  const auto [status, text] = exchange(method, target, body, timeout);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -6,6 +6,7 @@
 //   c.upload("runs/tiny/witness.h5", [](const std::string& line) { print(line); });
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -25,8 +26,10 @@ class Client {
   Client(const std::string& server, std::string token);
 
   // One request; a 4xx/5xx answer throws an Error carrying the board's message.
+  // `timeout` bounds the whole exchange (a submission is audited before it is answered).
   nlohmann::json call(const std::string& method, const std::string& target,
-                      const std::string& body = "");
+                      const std::string& body = "",
+                      std::chrono::seconds timeout = std::chrono::seconds(120));
 
   // Uploads `file` (piece_bytes at a time), resuming from the offset the board reports; a
   // broken connection is retried a few times. Returns the file's SHA-256.
@@ -42,7 +45,8 @@ class Client {
  private:
   // One request: the status and the body as received. A broken connection throws.
   std::pair<int, std::string> exchange(const std::string& method, const std::string& target,
-                                       const std::string& body = "");
+                                       const std::string& body = "",
+                                       std::chrono::seconds timeout = std::chrono::seconds(120));
   std::string host_, port_, token_;
 };
 

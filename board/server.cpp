@@ -21,8 +21,8 @@ namespace {
 // One connection: read a request, answer it, repeat while the client keeps the connection.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Site& site, const ServerOptions& o)
-      : stream_(std::move(socket)), site_(site), o_(o) {}
+  Session(tcp::socket socket, const Site& site, const ServerOptions& o, asio::thread_pool& slow)
+      : stream_(std::move(socket)), site_(site), o_(o), slow_(slow) {}
   void start() { read(); }
 
  private:
@@ -64,23 +64,43 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     Request r{std::string(req.method_string()), std::string(req.target()), req.body(),
               std::string(req[http::field::authorization])};
-    Response out;
+
+    const unsigned version = req.version();
+    const bool keep_alive = req.keep_alive(), head = req.method() == http::verb::head;
+    if (site_.slow(r)) {
+      // Long work (a submission's audit) runs on its own threads, so that pages and uploads
+      // never wait behind it; the answer comes back to this connection's strand.
+      asio::post(slow_, [self = shared_from_this(), r = std::move(r), version, keep_alive, head] {
+        Response out = self->answer(r);
+        asio::post(self->stream_.get_executor(), [self, out = std::move(out), version, keep_alive, head]() mutable {
+          self->respond(std::move(out), version, keep_alive, head);
+        });
+      });
+      return;
+    }
+    respond(answer(r), version, keep_alive, head);
+  }
+
+  Response answer(const Request& r) const {
     try {
-      out = site_.handle(r);
+      return site_.handle(r);
     } catch (const std::exception& e) {
       // A fault of the board's own (its database, its files): the request fails, the board stays.
-      out = {500, "application/json",
-             nlohmann::json{{"error", fmt::format("the board failed to answer: {}", e.what())}}.dump() + "\n"};
       std::fprintf(stderr, "wit board: %s %s: %s\n", r.method.c_str(), r.target.c_str(), e.what());
+      return {500, "application/json",
+              nlohmann::json{{"error", fmt::format("the board failed to answer: {}", e.what())}}.dump() + "\n"};
     }
-    http::response<http::string_body> res{http::status(out.status), req.version()};
+  }
+
+  void respond(Response out, unsigned version, bool keep_alive, bool head) {
+    http::response<http::string_body> res{http::status(out.status), version};
     res.set(http::field::server, "wit-board");
     res.set(http::field::content_type, out.content_type);
-    res.keep_alive(req.keep_alive());
+    res.keep_alive(keep_alive);
     const size_t length = out.body.size();  // HEAD: the length GET would send, and no body
-    if (req.method() != http::verb::head) res.body() = std::move(out.body);
+    if (!head) res.body() = std::move(out.body);
     res.content_length(length);
-    reply(std::move(res), req.keep_alive());
+    reply(std::move(res), keep_alive);
   }
 
   http::response<http::string_body> error_response(int status, const std::string& message) {
@@ -124,17 +144,19 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t limit_ = 0;
   const Site& site_;
   const ServerOptions& o_;
+  asio::thread_pool& slow_;
 };
 
 }  // namespace
 
 struct Server::Impl {
   Impl(const Site& s, const ServerOptions& o)
-      : site(s), options(o), io(std::max(1, o.threads)), acceptor(io) {}
+      : site(s), options(o), io(std::max(1, o.threads)), acceptor(io),
+        slow(size_t(std::max(1, o.slow_threads))) {}
 
   void accept() {
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
-      if (!ec) std::make_shared<Session>(std::move(socket), site, options)->start();
+      if (!ec) std::make_shared<Session>(std::move(socket), site, options, slow)->start();
       if (acceptor.is_open()) accept();
     });
   }
@@ -143,6 +165,7 @@ struct Server::Impl {
   ServerOptions options;
   asio::io_context io;
   tcp::acceptor acceptor;
+  asio::thread_pool slow;
   std::optional<asio::signal_set> signals;
 };
 

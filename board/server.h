@@ -19,7 +19,8 @@ namespace wit::board {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port (see Server::port)
-  int threads = 2;
+  int threads = 2;       // serving requests
+  int slow_threads = 2;  // long requests (Site::slow: a submission's audit), apart
   uint64_t max_body = 1 << 20;               // bytes; more is answered 413
   uint64_t max_piece = 16 << 20;             // bytes of one file piece (PUT /api/files/...)
   std::chrono::milliseconds timeout{30000};  // per read or write; then the connection closes

@@ -281,6 +281,10 @@ Response Site::entry_api(const Request& r, const std::string& path) const {
   return api_error(404, fmt::format("no such API path: {}", path));
 }
 
+bool Site::slow(const Request& r) const {
+  return r.method == "POST" && r.target.substr(0, r.target.find('?')) == "/api/entries";
+}
+
 Response Site::handle(const Request& r) const {
   const std::string path = r.target.substr(0, r.target.find('?'));
   const bool api = path.rfind("/api/", 0) == 0;

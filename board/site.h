@@ -70,6 +70,9 @@ class Site {
   Site(std::vector<Track> tracks, Db& db, BlobStore& files, const witness::SigningKey& key,
        SiteOptions verification);
   Response handle(const Request& r) const;
+  // Requests that take long (a submission, audited before it is answered): the server runs
+  // them apart from the others.
+  bool slow(const Request& r) const;
 
  private:
   const Track* find(const std::string& id) const;

@@ -16,6 +16,7 @@ struct BoardServeOptions {
   std::filesystem::path tracks, files = "board-files", key = "board-key.pem";
   std::string db = "board.sqlite", listen = "127.0.0.1:8080";
   int threads = 2;
+  int audit_threads = 2;        // submissions audited at once, apart from the other requests
   std::vector<std::filesystem::path> datasets;  // the tracks' prepared datasets
   int pool = 1;                 // the board's own verification workers
   int64_t challenges = 4;       // segments drawn per entry besides the first and last

@@ -169,6 +169,10 @@ void add_board(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   serve->add_option("--listen", so->listen, "HOST:PORT to listen on")->capture_default_str();
   serve->add_option("--threads", so->threads, "Threads serving requests")->capture_default_str();
+  serve->add_option("--audit-threads", so->audit_threads,
+                    "Threads auditing submissions (structure and data stages), apart from the "
+                    "threads serving pages, uploads and workers")
+      ->capture_default_str();
   serve->add_option("--db", so->db,
                     "The board's database: an SQLite file (created if missing) or a "
                     "postgresql:// URL")

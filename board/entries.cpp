@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "board/ids.h"
+#include "core/fs.h"
 #include "trainer/run_config.h"
 #include "core/error.h"
 #include "witness/log/format.h"
@@ -117,6 +118,23 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   for (const auto& row : log.tables.checkpoints) {
     const std::string name = witness::checkpoint_file_name(row.fields.step);
     if (!s.files.count(name)) fail("the log commits to {}, which the submission lacks", name);
+  }
+  // config.yaml (what `wit train --resume` and people read) must be the config the log committed
+  // to, give or take the settings that may change on resume.
+  {
+    const auto cfg_path = files.path_of(digest_from_hex(s.files.at("config.yaml"), "config.yaml"));
+    std::string problem;
+    try {
+      const config::Config uploaded =
+          config::Config::parse(read_text_file(*cfg_path), "config.yaml", run_schema());
+      if (uploaded.get_string("model.attention") == "auto")
+        problem = "model.attention is auto, which a finished run never has";
+      else if (committed_yaml(uploaded) != log.meta.committed_yaml)
+        problem = "its trajectory settings differ from the config the log committed to";
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    if (!problem.empty()) fail("config.yaml is not the run's config: {}", problem);
   }
   const RunConfig& rc = *report.config;
   const int64_t steps = int64_t(report.valid_steps);

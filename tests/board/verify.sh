@@ -68,6 +68,13 @@ cp "$work/b/checkpoints/step_00000004.ckpt" "$work/x/checkpoints/step_00000004.c
   >"$work/submit-x" 2>&1 && fail "a run with another run's checkpoint was entered"
 grep -q "400 the run's files do not match its log: .*step_00000004.ckpt belongs to another run" "$work/submit-x" ||
   { cat "$work/submit-x"; fail "the spliced checkpoint is not named"; }
+# A config.yaml that is not the one the log committed to: refused.
+cp -r "$work/a" "$work/y"
+sed -i 's/^  seed: .*/  seed: 999/' "$work/y/config.yaml"
+"$wit" board submit "$work/y" --server "$url" --token "$(tok alice)" --track kjv-tiny --name edited \
+  >"$work/submit-y" 2>&1 && fail "a run with an edited config.yaml was entered"
+grep -q "400 config.yaml is not the run's config: its trajectory settings differ" "$work/submit-y" ||
+  { cat "$work/submit-y"; fail "the edited config.yaml is not named"; }
 # A run that declares a nondeterministic reduction cannot be replayed bit for bit: refused.
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set dist.reduction=arrival --out "$work/r" -q >/dev/null || fail "train r"
 "$wit" board submit "$work/r" --server "$url" --token "$(tok alice)" --track kjv-tiny --name arrival \
@@ -75,7 +82,7 @@ grep -q "400 the run's files do not match its log: .*step_00000004.ckpt belongs 
 grep -q "400 the run cannot be certified: dist.reduction = arrival" "$work/submit-r" ||
   { cat "$work/submit-r"; fail "the nondeterministic run's refusal"; }
 [ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "a refused run was recorded"
-echo "refused at submission, nothing recorded: another run's checkpoint; dist.reduction = arrival"
+echo "refused at submission, nothing recorded: another run's checkpoint; an edited config.yaml; dist.reduction = arrival"
 echo "submitted: honest $A and $B, forged $M; audited at submission"
 
 # Carol's worker leases a job and vanishes (as if killed): it must come back to the queue.

@@ -9,7 +9,6 @@
 
 #include "board/ids.h"
 #include "core/error.h"
-#include "witness/verify/certificate.h"
 #include "witness/verify/challenges.h"
 
 namespace wit::board {
@@ -34,13 +33,13 @@ double random_unit() {
   return double(v >> 11) * 0x1.0p-53;
 }
 
-std::string segment_label(int64_t segment, int64_t first, int64_t end) {
+}  // namespace
+
+std::string check_label(int64_t segment, int64_t first, int64_t end) {
   if (segment == kAuditSegment) return "structure and data audit";
   if (segment == kFinalSegment) return "final model and evaluation";
   return fmt::format("segment {} (steps {} to {})", segment, first, end - 1);
 }
-
-}  // namespace
 
 json job_json(const Job& j) {
   return {{"id", j.id},
@@ -415,7 +414,7 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
       } else {
         standing(r, "wrong");
         revoke(r.reporter, fmt::format("reported {} for {} of entry {}, which the board's replay {}",
-                                       r.passed ? "a pass" : "a failure", segment_label(segment, 0, 0),
+                                       r.passed ? "a pass" : "a failure", check_label(segment, 0, 0),
                                        entry, board->passed ? "passed" : "failed"));
       }
     }
@@ -486,210 +485,6 @@ int64_t JobQueue::contributions(const std::string& participant) {
       .integer(0);
 }
 
-namespace {
-
-// The guarantee of an entry with S segments, c drawn segments replayed and passed, `pending`
-// draws waiting, and `replayed` distinct segments passed.
-json guarantee_json(int64_t S, int64_t c, int64_t pending, int64_t replayed) {
-  const bool everything = replayed == S;
-  json bounds = json::array();
-  for (double f : {0.01, 0.05, 0.1, 0.25})
-    bounds.push_back({{"f", f},
-                      {"rejected_with_probability_at_least",
-                       everything ? 1.0 : witness::detection_probability(f, c)}});
-  // The smallest fraction of unfaithful steps rejected with probability 99 %.
-  const double f99 = everything ? 0.0 : c > 0 ? 1.0 - std::pow(0.01, 1.0 / double(c)) : 1.0;
-  std::string statement;
-  if (everything) {
-    statement = "every segment was replayed: every step was computed as logged";
-  } else {
-    statement = fmt::format(
-        "the first and the last segment were replayed, and {} segment(s) drawn uniformly from the "
-        "other {} by the board after the entry was committed: a run in which at least a fraction "
-        "f of the steps were not computed as logged is rejected with probability >= 1 - (1 - "
-        "f)^{}",
-        c, S - 2, c);
-    if (c > 0) statement += fmt::format(", so with 99 % probability for f >= {:.3g}", f99);
-  }
-  return {{"challenges", c},         {"pending_draws", pending}, {"segments", S},
-          {"segments_replayed", replayed}, {"every_step", everything},
-          {"f_rejected_with_99_percent", f99}, {"statement", statement}, {"bounds", bounds}};
-}
-
-// An entry's verification without its checks, draws and reports.
-json summary_json(const std::string& status, int64_t steps, int64_t K, int64_t S, double val_loss,
-                  int64_t params, int64_t tokens, const std::string& failure, bool certified,
-                  int64_t given, int64_t required) {
-  json out = {{"status", status},     {"steps", steps},       {"segment_steps", K},
-              {"segments", S},        {"val_loss", val_loss}, {"params", params},
-              {"tokens", tokens},     {"failure", failure},   {"certified", certified}};
-  out["contributions"] = {{"confirmed_replays", given}, {"required", required}};
-  out["ranked"] = status == "certified" && given >= required;
-  if (status == "certified" && !out["ranked"])
-    out["unranked_because"] = fmt::format(
-        "the submitter's workers have {} confirmed replay(s) of other entries; {} are required",
-        given, required);
-  return out;
-}
-
-}  // namespace
-
-json JobQueue::guarantee(const std::string& entry) {
-  const auto res = db_.query("SELECT segments FROM board_results WHERE entry = $1", {entry});
-  const int64_t S = res.at(0).integer(0);
-  int64_t c = 0, pending = 0;
-  for (const Row& r : db_.query(
-           "SELECT s.status FROM board_draws d JOIN board_segments s ON s.entry = d.entry AND "
-           "s.segment = d.segment WHERE d.entry = $1 AND d.origin <> 'always'",
-           {entry})) {
-    if (r.text(0) == "passed") ++c;
-    if (r.text(0) == "pending") ++pending;
-  }
-  const int64_t replayed =
-      db_.query("SELECT COUNT(*) FROM board_segments WHERE entry = $1 AND segment >= 0 AND status "
-                "= 'passed'",
-                {entry})[0]
-          .integer(0);
-  return guarantee_json(S, c, pending, replayed);
-}
-
-std::map<std::string, json> JobQueue::summaries(const std::string& track) {
-  // A few grouped queries for the whole track, whatever its number of entries.
-  std::set<std::string> revoked_ids;
-  for (const Row& r : db_.query("SELECT participant FROM board_revoked", {})) revoked_ids.insert(r.text(0));
-  std::map<std::string, int64_t> given;
-  for (const Row& r : db_.query(
-           "SELECT r.reporter, COUNT(*) FROM board_reports r JOIN board_entries e ON e.id = "
-           "r.entry WHERE r.standing = 'confirmed' AND e.participant <> r.reporter GROUP BY "
-           "r.reporter",
-           {}))
-    given[r.text(0)] = revoked_ids.count(r.text(0)) ? 0 : r.integer(1);
-  std::map<std::string, std::pair<int64_t, int64_t>> draws;  // entry -> (passed, pending)
-  for (const Row& r : db_.query(
-           "SELECT d.entry, s.status, COUNT(*) FROM board_draws d JOIN board_segments s ON "
-           "s.entry = d.entry AND s.segment = d.segment JOIN board_entries e ON e.id = d.entry "
-           "WHERE e.track = $1 AND d.origin <> 'always' GROUP BY d.entry, s.status",
-           {track})) {
-    if (r.text(1) == "passed") draws[r.text(0)].first += r.integer(2);
-    if (r.text(1) == "pending") draws[r.text(0)].second += r.integer(2);
-  }
-  std::map<std::string, int64_t> replayed;
-  for (const Row& r : db_.query(
-           "SELECT s.entry, COUNT(*) FROM board_segments s JOIN board_entries e ON e.id = s.entry "
-           "WHERE e.track = $1 AND s.segment >= 0 AND s.status = 'passed' GROUP BY s.entry",
-           {track}))
-    replayed[r.text(0)] = r.integer(1);
-  std::map<std::string, json> out;
-  for (const Row& r : db_.query(
-           "SELECT r.entry, r.steps, r.segment_steps, r.segments, r.val_loss, r.params, r.tokens, "
-           "r.detail, r.certificate, e.status, e.participant FROM board_results r JOIN "
-           "board_entries e ON e.id = r.entry WHERE e.track = $1",
-           {track})) {
-    const std::string& e = r.text(0);
-    json v = summary_json(r.text(9), r.integer(1), r.integer(2), r.integer(3), r.real(4),
-                          r.integer(5), r.integer(6), r.text(7), !r.text(8).empty(),
-                          given.count(r.text(10)) ? given[r.text(10)] : 0, policy_.contribution);
-    if (r.text(9) != "struck")
-      v["guarantee"] = guarantee_json(r.integer(3), draws[e].first, draws[e].second, replayed[e]);
-    out[e] = v;
-  }
-  return out;
-}
-
-void JobQueue::refresh(const std::string& entry) {
-  const auto segs = db_.query(
-      "SELECT segment, first_step, end_step, status, detail FROM board_segments WHERE entry = $1 "
-      "ORDER BY first_step, segment",
-      {entry});
-  const Row* failed = nullptr;
-  bool pending = false;
-  for (const Row& r : segs) {
-    if (r.text(3) == "failed" && !failed) failed = &r;
-    if (r.text(3) == "pending") pending = true;
-  }
-  const std::string status = failed ? "struck" : pending ? "verifying" : "certified";
-  const std::string detail =
-      failed ? segment_label(failed->integer(0), failed->integer(1), failed->integer(2)) + ": " +
-                   failed->text(4)
-             : "";
-  const auto old = db_.query(
-      "SELECT e.status, r.certificate, r.facts, r.steps, r.segments, r.segment_steps, e.track, "
-      "p.name, e.name FROM board_entries e JOIN board_results r ON r.entry = e.id JOIN "
-      "board_participants p ON p.id = e.participant WHERE e.id = $1",
-      {entry});
-  if (old.empty()) return;
-  const Row& o = old[0];
-  std::string certificate;
-  if (status == "certified") {
-    const json g = guarantee(entry);
-    // Re-signed when the guarantee changed (a re-challenge); otherwise kept as issued.
-    if (o.text(0) == "certified" && !o.text(1).empty() &&
-        json::parse(o.text(1))["guarantee"]["challenges"] == g["challenges"]) {
-      certificate = o.text(1);
-    } else {
-      json c = json::parse(o.text(2));
-      const int64_t K = o.integer(5);
-      json always = json::array(), drawn = json::array(), challenged = json::array(),
-           checks = json::array();
-      for (const Row& d : db_.query(
-               "SELECT segment, origin FROM board_draws WHERE entry = $1 ORDER BY n", {entry}))
-        (d.text(1) == "always" ? always : drawn).push_back(d.integer(0) * K);
-      for (const Row& r : segs) {
-        if (r.integer(0) >= 0) challenged.push_back(r.integer(1));
-        checks.push_back({{"stage", segment_label(r.integer(0), r.integer(1), r.integer(2))},
-                          {"passed", true},
-                          {"detail", r.text(4)}});
-      }
-      c["format"] = witness::kCertificateFormat;
-      c["run"] = o.text(8);
-      c["steps"] = o.integer(3);
-      c["segments"] = o.integer(4);
-      c["segment_steps"] = K;
-      c["always_replayed_segments"] = always;
-      c["drawn_segments"] = drawn;
-      c["challenged_segments"] = challenged;
-      c["challenge_source"] = {
-          {"kind", "board"},
-          {"detail", "the board's random source (getrandom), drawn after the entry was committed"}};
-      c["replayed_on"] =
-          "the board's workers: each segment decided by the board's own replay or by two "
-          "participants' workers that agree";
-      c["checks"] = checks;
-      c["result"] = "certified";
-      c["guarantee"] = {{"challenges", g["challenges"]},
-                        {"statement", g["statement"]},
-                        {"bounds", g["bounds"]}};
-      c["verified_at"] = utc_now();
-      c["board"] = {{"entry", entry}, {"track", o.text(6)}, {"participant", o.text(7)}};
-      certificate = witness::sign_certificate(c, key_).dump();
-    }
-  }
-  if (status == "struck") {
-    // Nothing more to learn about the run: first replays not yet leased are dropped. Checks of
-    // participants' reports stay, so that a worker that lied about this entry is still caught.
-    db_.exec("DELETE FROM board_jobs WHERE entry = $1 AND state = 'queued' AND role = 'replay'",
-             {entry});
-  } else if (status == "verifying") {
-    // Every pending check has a job: one whose jobs were dropped while the entry was struck
-    // (a strike that a revoked worker's reports had decided) gets a new one.
-    for (const Row& r : segs)
-      if (r.text(3) == "pending" &&
-          db_.query("SELECT 1 FROM board_jobs WHERE entry = $1 AND segment = $2 AND state <> 'done'",
-                    {entry, r.integer(0)})
-              .empty())
-        queue_job(entry, r.integer(0), "replay", "");
-  }
-  db_.exec("UPDATE board_entries SET status = $2 WHERE id = $1", {entry, status});
-  db_.exec("UPDATE board_results SET detail = $2, certificate = $3 WHERE entry = $1",
-           {entry, detail, certificate});
-}
-
-std::optional<json> JobQueue::certificate(const std::string& entry) {
-  const auto r = db_.query("SELECT certificate FROM board_results WHERE entry = $1", {entry});
-  if (r.empty() || r[0].text(0).empty()) return std::nullopt;
-  return json::parse(r[0].text(0));
-}
-
 int JobQueue::schedule_missing() {
   int n = 0;
   for (const Row& r : db_.query("SELECT entry FROM board_results WHERE scheduled = 0", {})) {
@@ -697,62 +492,6 @@ int JobQueue::schedule_missing() {
     ++n;
   }
   return n;
-}
-
-json JobQueue::verification(const std::string& entry, bool full) {
-  const auto res = db_.query(
-      "SELECT r.steps, r.segment_steps, r.segments, r.val_loss, r.params, r.tokens, r.detail, "
-      "r.certificate, e.status, e.participant FROM board_results r JOIN board_entries e ON e.id = "
-      "r.entry WHERE r.entry = $1",
-      {entry});
-  if (res.empty()) return json::object();
-  const Row& r = res[0];
-  json out = summary_json(r.text(8), r.integer(0), r.integer(1), r.integer(2), r.real(3),
-                          r.integer(4), r.integer(5), r.text(6), !r.text(7).empty(),
-                          contributions(r.text(9)), policy_.contribution);
-  if (r.text(8) != "struck") out["guarantee"] = guarantee(entry);
-  if (!full) return out;
-  json segs = json::array();
-  for (const Row& s : db_.query(
-           "SELECT segment, first_step, end_step, status, detail, decided_by FROM board_segments "
-           "WHERE entry = $1 ORDER BY first_step, segment",
-           {entry}))
-    segs.push_back({{"segment", s.integer(0)},
-                    {"label", segment_label(s.integer(0), s.integer(1), s.integer(2))},
-                    {"first_step", s.integer(1)},
-                    {"end_step", s.integer(2)},
-                    {"status", s.text(3)},
-                    {"detail", s.text(4)},
-                    {"decided_by", s.text(5)}});
-  out["checks"] = segs;
-  json draws = json::array();
-  for (const Row& d : db_.query(
-           "SELECT d.n, d.segment, d.origin, COALESCE(p.name, d.requested_by), d.created FROM "
-           "board_draws d LEFT JOIN board_participants p ON p.id = d.requested_by WHERE d.entry = "
-           "$1 ORDER BY d.n",
-           {entry}))
-    draws.push_back({{"n", d.integer(0)},
-                     {"segment", d.integer(1)},
-                     {"origin", d.text(2)},
-                     {"requested_by", d.text(3)},
-                     {"created", d.text(4)}});
-  out["draws"] = draws;
-  json reports = json::array();
-  for (const Row& p : db_.query(
-           "SELECT r.segment, COALESCE(p.name, r.reporter), r.worker, r.passed, r.detail, "
-           "r.seconds, r.standing, r.created FROM board_reports r LEFT JOIN board_participants p "
-           "ON p.id = r.reporter WHERE r.entry = $1 ORDER BY r.created_ms, r.job",
-           {entry}))
-    reports.push_back({{"segment", p.integer(0)},
-                       {"reporter", p.text(1)},
-                       {"worker", p.text(2)},
-                       {"passed", p.integer(3) != 0},
-                       {"detail", p.text(4)},
-                       {"seconds", p.real(5)},
-                       {"standing", p.text(6)},
-                       {"created", p.text(7)}});
-  out["reports"] = reports;
-  return out;
 }
 
 }  // namespace wit::board

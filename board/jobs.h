@@ -119,6 +119,7 @@ class JobQueue {
             std::vector<int64_t>* drawn);
   void decide(const std::string& entry, int64_t segment);
   void revoke(const std::string& participant, const std::string& reason);
+  // board/verdicts.cpp: the entry's status, failure and certificate from its checks.
   void refresh(const std::string& entry);
   nlohmann::json guarantee(const std::string& entry);
 
@@ -129,5 +130,8 @@ class JobQueue {
 
 // Milliseconds since the Unix epoch.
 int64_t now_ms();
+// How pages name a check: "structure and data audit", "final model and evaluation" or
+// "segment 3 (steps 30 to 39)".
+std::string check_label(int64_t segment, int64_t first_step, int64_t end_step);
 
 }  // namespace wit::board

@@ -1,6 +1,7 @@
-// `wit board`: the leaderboard's operator tools. `tracks` lists a tracks file's tracks and says
-// which of them given runs may enter; `dataset` prints a prepared dataset's identity in the
-// form a track takes it; `serve` runs the board's web server.
+// `wit board`: the leaderboard. For operators: `tracks` (which runs may enter which track),
+// `dataset` (a prepared dataset as a track names it), `participant`, `serve` (the web server,
+// its verification queue and pool). For participants: `upload`, `submit`, `worker` (replay
+// others' segments), `challenge`, `show`.
 #pragma once
 
 #include <filesystem>

@@ -138,8 +138,8 @@ void add_sample(CLI::App& app) {
 void add_board(CLI::App& app) {
   auto* board = app.add_subcommand(
       "board",
-      "The leaderboard of certified runs: its tracks (what entries compete on) and which runs may "
-      "enter them.");
+      "The leaderboard that certifies its entries itself: tracks (what entries compete on), the "
+      "board's server, submitting runs, verification workers, re-challenges (docs/board.md).");
   board->require_subcommand(1);
   auto tracks_file = std::make_shared<std::filesystem::path>();
   auto runs = std::make_shared<std::vector<std::filesystem::path>>();

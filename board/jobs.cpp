@@ -263,6 +263,14 @@ bool JobQueue::revoked(const std::string& participant) {
   return !db_.query("SELECT 1 FROM board_revoked WHERE participant = $1", {participant}).empty();
 }
 
+bool JobQueue::reinstate(const std::string& participant) {
+  bool was = false;
+  db_.transaction([&] {
+    was = db_.exec("DELETE FROM board_revoked WHERE participant = $1", {participant}) == 1;
+  });
+  return was;
+}
+
 std::optional<Job> JobQueue::lease(const std::string& who) {
   const bool board = who == kBoardWorker;
   std::optional<Job> out;

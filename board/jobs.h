@@ -98,6 +98,9 @@ class JobQueue {
               const ReplayResult& r);
 
   bool revoked(const std::string& participant);
+  // An operator's decision after looking into a revocation: the participant's worker may lease
+  // jobs again (its void reports stay void). False when it was not revoked.
+  bool reinstate(const std::string& participant);
   // Confirmed replays of other participants' segments.
   int64_t contributions(const std::string& participant);
   // Everything the entry page shows about verification: segments, draws, reports, guarantee,

@@ -285,6 +285,37 @@ bool Site::slow(const Request& r) const {
   return r.method == "POST" && r.target.substr(0, r.target.find('?')) == "/api/entries";
 }
 
+Response Site::participants(const Request& r, const std::string& path) const {
+  const auto p = caller(r);
+  if (!p) return api_error(401, "managing participants takes an admin token (Authorization: Bearer TOKEN)");
+  if (!p->admin) return api_error(403, "managing participants takes an admin token; yours is a participant's");
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  try {
+    if (path == "/api/participants") {
+      const auto body = nlohmann::json::parse(r.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object() || !body.contains("name") || !body["name"].is_string())
+        return api_error(400, "a new participant is {\"name\": NAME, \"admin\": false}");
+      const bool admin = body.contains("admin") && body["admin"].is_boolean() && body["admin"].get<bool>();
+      const std::string token = add_participant(db_, body["name"], admin);
+      return json(201, {{"name", body["name"]}, {"admin", admin}, {"token", token}});
+    }
+    const std::string rest = path.substr(std::string("/api/participants/").size());
+    const size_t slash = rest.find('/');
+    if (path.rfind("/api/participants/", 0) == 0 && slash != std::string::npos &&
+        rest.substr(slash + 1) == "reinstate") {
+      const std::string name = rest.substr(0, slash);
+      const auto rows = db_.query("SELECT id FROM board_participants WHERE name = $1", {name});
+      if (rows.empty()) return api_error(404, fmt::format("no participant '{}'", name));
+      JobQueue q(db_, v_.policy, key_);
+      if (!q.reinstate(rows[0].text(0))) return api_error(400, fmt::format("{}'s worker was not revoked", name));
+      return json(200, {{"name", name}, {"worker_revoked", false}});
+    }
+    return api_error(404, fmt::format("no such API path: {}", path));
+  } catch (const Error& e) {
+    return api_error(400, e.what());
+  }
+}
+
 Response Site::handle(const Request& r) const {
   const std::string path = r.target.substr(0, r.target.find('?'));
   const bool api = path.rfind("/api/", 0) == 0;
@@ -308,6 +339,7 @@ Response Site::handle(const Request& r) const {
     }
   }
   if (path.rfind("/api/entries/", 0) == 0) return entry_api(r, path);
+  if (path.rfind("/api/participants", 0) == 0 && r.method == "POST") return participants(r, path);
   if (r.method != "GET" && r.method != "HEAD") {
     Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
                        : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};

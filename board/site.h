@@ -17,6 +17,8 @@
 //   POST /api/jobs/lease {"worker": NAME}          a verification job for the caller's worker
 //   POST /api/jobs/ID/renew                        keep the lease
 //   POST /api/jobs/ID/report {"passed", "detail", "seconds", "worker"}
+//   POST /api/participants {"name": NAME, "admin": false}   (admin) a participant and its token
+//   POST /api/participants/NAME/reinstate                   (admin) a revoked worker may work again
 //
 // Uploads are pieces of a file announced by hash and size (board/blob_store.h), so a broken
 // connection resumes at the offset reached. Acting as a participant takes `Authorization: Bearer TOKEN` (board/participants.h); without a
@@ -80,6 +82,7 @@ class Site {
   Response file(const Request& r, const std::string& path) const;
   Response download(const Request& r, const std::string& hex) const;
   Response jobs(const Request& r, const std::string& path) const;
+  Response participants(const Request& r, const std::string& path) const;
   Response entry_api(const Request& r, const std::string& path) const;
   Response entry_page(const std::string& id) const;
   Response track_page(const Track& t) const;

@@ -187,6 +187,29 @@ TEST_F(ServerTest, AFileArrivesInPiecesAndIsKeptOnlyWhenItsHashMatches) {
   EXPECT_TRUE(contains(reply, "limit of 16777216 bytes"));
 }
 
+TEST_F(ServerTest, AnOperatorAddsParticipantsAndReinstatesWorkers) {
+  const std::string body = R"({"name": "lab-z"})";
+  EXPECT_EQ(request(http::verb::post, "/api/participants", body).result_int(), 401);
+  auto res = request(http::verb::post, "/api/participants", body, token_);
+  EXPECT_EQ(res.result_int(), 403);  // a participant's token is no operator's
+  const std::string admin = add_participant(*db_, "operator", true);
+  res = request(http::verb::post, "/api/participants", body, admin);
+  ASSERT_EQ(res.result_int(), 201) << res.body();
+  const std::string token = nlohmann::json::parse(res.body())["token"];
+  res = request(http::verb::get, "/api/me", "", token);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["name"], "lab-z");
+  EXPECT_EQ(request(http::verb::post, "/api/participants", body, admin).result_int(), 400);  // taken
+  // Reinstating: only a revoked worker, only by an operator.
+  const std::string id = db_->query("SELECT id FROM board_participants WHERE name = 'lab-z'").at(0).text(0);
+  EXPECT_EQ(request(http::verb::post, "/api/participants/lab-z/reinstate", "", admin).result_int(), 400);
+  db_->exec("INSERT INTO board_revoked (participant, reason, created) VALUES ($1, 'test', 'now')", {id});
+  EXPECT_EQ(request(http::verb::post, "/api/jobs/lease", "{}", token).result_int(), 403);
+  EXPECT_EQ(request(http::verb::post, "/api/participants/lab-z/reinstate", "", token).result_int(), 403);
+  EXPECT_EQ(request(http::verb::post, "/api/participants/nobody/reinstate", "", admin).result_int(), 404);
+  EXPECT_EQ(request(http::verb::post, "/api/participants/lab-z/reinstate", "", admin).result_int(), 200);
+  EXPECT_EQ(request(http::verb::post, "/api/jobs/lease", "{}", token).result_int(), 200);
+}
+
 class QuotaTest : public ServerTest {
   SiteOptions options() override {
     SiteOptions o;

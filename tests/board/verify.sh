@@ -241,7 +241,7 @@ def deref(node):
 routes = set()
 for line in open(site_h):
     for method, path in re.findall(r"(GET|POST|PUT) (/api/[^\s?]*)", line):
-        routes.add((method.lower(), re.sub(r"SHA256", "{sha256}", re.sub(r"/ID", "/{id}", path))))
+        routes.add((method.lower(), re.sub(r"/NAME", "/{name}", re.sub(r"SHA256", "{sha256}", re.sub(r"/ID", "/{id}", path)))))
 documented = {(m, p) for p, ops in spec["paths"].items() for m in ops if m in ("get", "post", "put")}
 assert routes <= documented, ("routes the OpenAPI file lacks", routes - documented)
 def check(value, schema, where):

@@ -38,7 +38,7 @@ url, token = sys.argv[1], sys.argv[2]
 me = urllib.request.Request(url + "api/me", headers={"Authorization": "Bearer " + token})
 assert json.load(urllib.request.urlopen(me))["name"] == "lab-a"
 tracks = json.load(urllib.request.urlopen(url + "api/tracks"))["tracks"]
-assert [t["id"] for t in tracks] == ["kjv-tiny", "gpt2-124m-kjv"], tracks
+assert [t["id"] for t in tracks] == ["kjv-tiny", "gpt2-124m-kjv", "gpt2-350m-kjv", "gpt2-774m-kjv", "gpt2-1558m-kjv"], tracks
 page = urllib.request.urlopen(url).read().decode()
 assert '<a href="/tracks/gpt2-124m-kjv">' in page
 try:

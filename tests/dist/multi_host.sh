@@ -58,10 +58,11 @@ on_host 1 mpirun --hostfile "$work/hosts2" -np 2 --bind-to none "$wit" "${verify
 grep -q "^CERTIFIED" "$work/v2.out" || fail "no CERTIFIED line on 2 hosts"
 grep -q "replayed bit for bit on 2 process(es)" "$work/v2.out" || fail "verify: not 2 processes"
 echo "h4: certified replaying on 1 process and on 2 hosts"
-# Faults, on a 16-step run. Each ends the job within a bound with a message naming the lost
+# Faults, on a 40-step run. Each ends the job within a bound with a message naming the lost
 # rank or host; the witness log stays valid; the run resumes on the remaining host (one
 # process) and ends with the same chain as an uninterrupted run.
-long=(--set data.dir="$work/data" --set train.steps=16 --set train.checkpoint_every=4
+# Long enough (tenths of a second a step) that the run still goes on when a fault hits it at step 5.
+long=(--set data.dir="$work/data" --set train.steps=40 --set train.checkpoint_every=4
       --set train.eval_every=0 --set witness.fingerprint_every=4 --set train.threads=1)
 "$wit" train "$cfg" "${long[@]}" --out "$work/straight" -q >/dev/null || fail "uninterrupted run"
 straight=$(heads "$work/straight")
@@ -83,6 +84,16 @@ start_long() {  # RUN
   cat "$work/$1.out"
   fail "$1: the run did not reach step 5"
 }
+# The pid of rank R of the processes matching PATTERN, waiting a few seconds for it to show.
+find_rank() {  # PATTERN R
+  local pid=""
+  for _ in $(seq 50); do
+    pid=$(rank_pid "$1" "$2")
+    [ -n "$pid" ] && break
+    sleep 0.1
+  done
+  echo "$pid"
+}
 # A log that verifies through its last complete record, resumed on host 1 alone: the same chain
 # as the uninterrupted run.
 resumes_to_same_chain() {  # RUN
@@ -94,7 +105,7 @@ resumes_to_same_chain() {  # RUN
 # Rank 1 killed with SIGKILL on host 2 mid-run: mpirun sees it die.
 start_long kill
 # Only this job's processes: other tests may run the same binary under mpirun meanwhile.
-victim=$(rank_pid "$wit train .*--out $work/kill " 1)
+victim=$(find_rank "$wit train .*--out $work/kill " 1)
 [ -n "$victim" ] || { cat "$work/kill.out"; fail "rank 1 was not found running"; }
 kill -9 "$victim"
 took=$(ended_within $job 60 "$(date +%s)") || fail "the job still runs 60 s after rank 1 was killed"
@@ -121,7 +132,7 @@ echo "host 2's link down: job ended in ${took}s (bound 90 s) naming host $hosts_
 # naming the rank and host it waited on.
 export WIT_COLLECTIVE_TIMEOUT=10
 start_long stalled
-victim=$(rank_pid "$wit train .*--out $work/stalled " 1)
+victim=$(find_rank "$wit train .*--out $work/stalled " 1)
 [ -n "$victim" ] || { cat "$work/stalled.out"; fail "rank 1 was not found running"; }
 kill -STOP "$victim"
 took=$(ended_within $job 60 "$(date +%s)") || fail "the job still runs 60 s after rank 1 stalled"
@@ -178,7 +189,7 @@ for _ in $(seq 600); do
   kill -0 $job 2>/dev/null || break
   sleep 0.05
 done
-victim=$(rank_pid "$wit verify $work/kill " 1)
+victim=$(find_rank "$wit verify $work/kill " 1)
 [ -n "$victim" ] || { cat "$work/vkill.out"; fail "verifier rank 1 was not found running"; }
 kill -9 "$victim"
 took=$(ended_within $job 60 "$(date +%s)") || fail "verify still runs 60 s after rank 1 was killed"

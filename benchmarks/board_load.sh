@@ -34,9 +34,10 @@ measure() {
     "$wit" board participant "load-$i" --db "$db" | tail -1 >>"$work/tokens"
   done
   rm -rf "$work/files"
+  : >"$work/board-$name.log"  # there before the board's first line, which is waited for below
   "$wit" board serve --tracks configs/board/tracks.yaml --datasets "$work/kjv" --db "$db" \
     --files "$work/files" --key "$work/board.pem" --listen 127.0.0.1:0 --threads 4 \
-    >"$work/board-$name.log" 2>&1 &
+    >>"$work/board-$name.log" 2>&1 &
   local pid=$! url=""
   for _ in $(seq 100); do
     url=$(sed -n 's|.* on \(http://[0-9.:]*/\).*|\1|p' "$work/board-$name.log")

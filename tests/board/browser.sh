@@ -40,7 +40,8 @@ done
 A=$(sed -n 's/.* as entry \([0-9a-f]*\) .*/\1/p' "$work/sa") B=$(sed -n 's/.* as entry \([0-9a-f]*\) .*/\1/p' "$work/sb")
 for e in $A $B; do
   for _ in $(seq 300); do
-    "$wit" board show $e --server "$url" | head -1 | grep -q ": verifying$" || break
+    now=$("$wit" board show $e --server "$url")
+    grep -q ": verifying$" <<<"${now%%$'\n'*}" || break
     sleep 0.2
   done
 done

@@ -149,7 +149,8 @@ wait $pid 2>/dev/null
 start_board --pool-delay 0
 wait_decided() {
   for _ in $(seq 600); do
-    s=$("$wit" board show "$1" --server "$url" | head -1)
+    s=$("$wit" board show "$1" --server "$url")
+    s=${s%%$'\n'*}
     grep -q ": verifying$" <<<"$s" || { echo "$s"; return 0; }
     sleep 0.2
   done

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "board/ids.h"
+#include "witness/verify/certificate.h"
 #include "core/fs.h"
 #include "trainer/run_config.h"
 #include "core/error.h"
@@ -151,19 +152,9 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   // The facts the certificate states, all from the signed log and the files' hashes.
   EntryFacts facts;
   const witness::Heads& head = *report.signed_heads;
-  facts.certificate_fields = {
-      {"genesis", to_hex(log.genesis)},
-      {"signed_head",
-       {{"hash", to_hex(witness::head_hash(head))},
-        {"steps", head.steps},
-        {"fingerprints", head.fingerprints},
-        {"checkpoints", head.checkpoints},
-        {"evals", head.evals}}},
-      {"manifest_root", to_hex(log.meta.manifest_root)},
-      {"data_layout", to_hex(log.meta.data_layout)},
-      {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
-      {"model_sha256", s.files.at("model.safetensors")},
-      {"final_state_hash", to_hex(log.tables.checkpoints.back().fields.state_hash)}};
+  facts.certificate_fields =
+      witness::run_identity(log, head, log.tables.checkpoints.back().fields.state_hash);
+  facts.certificate_fields["model_sha256"] = s.files.at("model.safetensors");
   facts.steps = steps;
   facts.segment_steps = rc.train.checkpoint_every > 0 ? std::min(rc.train.checkpoint_every, steps) : steps;
   facts.segments = (steps + facts.segment_steps - 1) / facts.segment_steps;

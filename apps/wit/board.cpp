@@ -26,6 +26,14 @@ namespace wit::cli {
 
 namespace fs = std::filesystem;
 
+std::string participant_token(const std::string& flag, const char* doing) {
+  std::string token = flag;
+  if (token.empty())
+    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
+  if (token.empty()) fail("{} needs a participant's token: --token or WIT_BOARD_TOKEN", doing);
+  return token;
+}
+
 int board_tracks(const fs::path& file, const std::vector<fs::path>& runs) {
   const std::vector<board::Track> tracks = board::load_tracks(file);
   if (runs.empty()) {
@@ -68,10 +76,7 @@ int board_dataset(const fs::path& dir) {
 
 int board_upload(const std::vector<fs::path>& files, const std::string& server,
                  const std::string& token_flag) {
-  std::string token = token_flag;
-  if (token.empty())
-    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
-  if (token.empty()) fail("uploading needs a participant's token: --token or WIT_BOARD_TOKEN");
+  const std::string token = participant_token(token_flag, "uploading");
   board::Client client(server, token);
   for (const fs::path& f : files) {
     if (!fs::is_regular_file(f)) fail("{} is not a file", f.string());
@@ -86,10 +91,7 @@ int board_upload(const std::vector<fs::path>& files, const std::string& server,
 
 int board_submit(const fs::path& run, const std::string& server, const std::string& token_flag,
                  const std::string& track, const std::string& name) {
-  std::string token = token_flag;
-  if (token.empty())
-    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
-  if (token.empty()) fail("submitting needs a participant's token: --token or WIT_BOARD_TOKEN");
+  const std::string token = participant_token(token_flag, "submitting");
   std::vector<std::string> names = {"witness.h5", "config.yaml", "model.safetensors"};
   for (const char* n : {"witness.h5", "config.yaml", "model.safetensors"})
     if (!fs::is_regular_file(run / n)) fail("{} has no {}: is it a finished run?", run.string(), n);
@@ -206,10 +208,7 @@ int board_serve(const BoardServeOptions& o) {
 
 int board_challenge(const std::string& entry, int64_t count, const std::string& server,
                     const std::string& token_flag) {
-  std::string token = token_flag;
-  if (token.empty())
-    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
-  if (token.empty()) fail("re-challenging needs a participant's token: --token or WIT_BOARD_TOKEN");
+  const std::string token = participant_token(token_flag, "re-challenging");
   board::Client client(server, token);
   const auto r = client.call("POST", fmt::format("/api/entries/{}/challenges", entry),
                              nlohmann::json{{"count", count}}.dump());

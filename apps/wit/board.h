@@ -11,6 +11,10 @@
 
 namespace wit::cli {
 
+// The participant's token: `flag` (--token), else $WIT_BOARD_TOKEN; an Error saying what
+// `doing` ("submitting", ...) needs when there is neither.
+std::string participant_token(const std::string& flag, const char* doing);
+
 int board_tracks(const std::filesystem::path& tracks, const std::vector<std::filesystem::path>& runs);
 int board_dataset(const std::filesystem::path& dir);
 struct BoardServeOptions {

@@ -93,10 +93,7 @@ board::Datasets index_datasets(const std::vector<fs::path>& dirs) {
 int board_worker(const BoardWorkerOptions& o) {
   auto comm = dist::make_communicator();
   const bool root = comm->is_root();
-  std::string token = o.token;
-  if (token.empty())
-    if (const char* env = std::getenv("WIT_BOARD_TOKEN")) token = env;
-  if (token.empty()) fail("a worker needs a participant's token: --token or WIT_BOARD_TOKEN");
+  const std::string token = participant_token(o.token, "a worker");
   if (o.jobs < 0) fail("--jobs {}: expected >= 0", o.jobs);
   if (!(o.idle_exit >= 0)) fail("--idle-exit {}: expected >= 0 seconds", o.idle_exit);
   const board::Datasets datasets = index_datasets(o.datasets);

@@ -20,6 +20,20 @@ json sign_certificate(json certificate, const SigningKey& key) {
   return certificate;
 }
 
+json run_identity(const WitnessLog& log, const Heads& head, const Digest& final_state_hash) {
+  return {{"genesis", to_hex(log.genesis)},
+          {"signed_head",
+           {{"hash", to_hex(head_hash(head))},
+            {"steps", head.steps},
+            {"fingerprints", head.fingerprints},
+            {"checkpoints", head.checkpoints},
+            {"evals", head.evals}}},
+          {"manifest_root", to_hex(log.meta.manifest_root)},
+          {"data_layout", to_hex(log.meta.data_layout)},
+          {"trainer_key", to_hex(log.meta.public_key.data(), 32)},
+          {"final_state_hash", to_hex(final_state_hash)}};
+}
+
 namespace {
 
 Digest hex_field(const json& c, const char* name) {

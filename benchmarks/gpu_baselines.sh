@@ -13,7 +13,7 @@
 #
 # Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--build DIR] [--rehearse]
 #   --build DIR  an already configured build directory (launch/offline-build's build-offline)
-#   --rehearse   the same flow on the CPU (Debian's libtorch, build/), tiny shapes, fp32, to check
+#   --rehearse   the same flow on the CPU (build/, launch/build's libtorch), tiny shapes, fp32, to check
 #                the script where there is no GPU
 set -euo pipefail
 cd "$(dirname "$0")/.."

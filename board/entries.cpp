@@ -1,6 +1,7 @@
 #include "board/entries.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <ctime>

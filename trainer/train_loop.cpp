@@ -1,6 +1,7 @@
 #include "trainer/train_loop.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,7 @@
 #include "apps/wit/board.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <csignal>

@@ -1,6 +1,7 @@
 // The board's verification with the trainer's own code: the checks a board runs at submission
 // and in its pool, and `wit board worker`, which replays jobs for a board from another machine.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <chrono>

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
 
 namespace wit::cli {
 
@@ -15,6 +17,9 @@ void add_inspect(CLI::App& app);
 void add_query(CLI::App& app);
 void add_verify(CLI::App& app);
 void add_keygen(CLI::App& app);
+
+// What each subcommand runs when selected, filled in by the add_* functions.
+std::map<CLI::App*, std::function<int()>>& actions();
 
 // Runs whichever subcommand the parse selected; returns the exit code.
 int run_selected(CLI::App& app);

@@ -1,6 +1,7 @@
 #include "apps/wit/tokenize.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <chrono>

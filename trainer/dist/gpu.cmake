@@ -7,8 +7,13 @@
 #   -DWIT_NCCL_ROOT=/opt/nccl         NCCL's prefix (include/nccl.h, lib/libnccl.so) when it is
 #                                     neither beside CUDA nor in a system path
 #   -DCMAKE_CUDA_ARCHITECTURES=...    default 80;90: A100, H100/H200, and PTX for newer GPUs
+#                                     (a CUDA libtorch sets its own: TORCH_CUDA_ARCH_LIST)
+#   -DWIT_REQUIRE_CUDA=ON             a missing piece is an error, not a status line; also
+#                                     requires a libtorch with CUDA (launch/build sets it
+#                                     wherever nvcc is found)
 
 option(WIT_DISABLE_CUDA "Leave the CUDA/NCCL backend out even where CUDA is installed" OFF)
+option(WIT_REQUIRE_CUDA "Fail the configure unless the CUDA path and the NCCL backend are built" OFF)
 set(WIT_NCCL_ROOT "$ENV{NCCL_ROOT}" CACHE PATH "NCCL install prefix, when not beside CUDA")
 # Decided afresh on every configure.
 set(WIT_HAVE_NCCL OFF CACHE INTERNAL "wit_dist_nccl is built")
@@ -52,6 +57,12 @@ if(NOT _wit_gpu_missing)
   endif()
 endif()
 
+if(NOT _wit_gpu_missing AND NOT TORCH_CUDA_LIBRARIES)
+  set(_wit_gpu_missing "this libtorch has no CUDA")
+endif()
+if(_wit_gpu_missing AND WIT_REQUIRE_CUDA)
+  message(FATAL_ERROR "wit: WIT_REQUIRE_CUDA is ON but the NCCL backend cannot be built: ${_wit_gpu_missing}")
+endif()
 if(_wit_gpu_missing)
   message(STATUS "wit: NCCL backend not built (${_wit_gpu_missing})")
   return()
@@ -61,8 +72,13 @@ file(STRINGS "${WIT_NCCL_INCLUDE_DIR}/nccl.h" _wit_nccl_version
      REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
 string(REGEX REPLACE "[^0-9;]*([0-9]+)[^;]*" "\\1" _wit_nccl_version "${_wit_nccl_version}")
 string(REPLACE ";" "." _wit_nccl_version "${_wit_nccl_version}")
+if(CMAKE_CUDA_ARCHITECTURES)
+  set(_wit_archs "${CMAKE_CUDA_ARCHITECTURES}")
+else()
+  set(_wit_archs "${TORCH_CUDA_ARCH_LIST} (TORCH_CUDA_ARCH_LIST)")
+endif()
 message(STATUS "wit: NCCL backend built (CUDA ${CUDAToolkit_VERSION}, NCCL ${_wit_nccl_version}, "
-               "GPU architectures ${CMAKE_CUDA_ARCHITECTURES})")
+               "GPU architectures ${_wit_archs})")
 
 add_library(wit_dist_nccl STATIC cuda_check.cpp device_add.cu nccl_communicator.cpp)
 add_library(wit::dist_nccl ALIAS wit_dist_nccl)

@@ -150,13 +150,9 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
   auto v = qkv[2].view({B, T, nh, hd}).transpose(1, 2);
   torch::Tensor y;
   if (cfg.attention == "flash") {
-#if TORCH_VERSION_MAJOR >= 2
     // No attention dropout here: the kernel would draw its mask from the global generator, not
     // the micro-batch's (trainer/compute.cpp refuses flash with dropout > 0).
     y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
-#else
-    fail("model.attention = flash needs libtorch 2.x");
-#endif
   } else {
     auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B,nh,T,T)
     att = att.masked_fill(mask, -std::numeric_limits<float>::infinity()).softmax(-1);

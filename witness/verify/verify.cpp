@@ -1,6 +1,7 @@
 #include "witness/verify/verify.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <set>

@@ -2,16 +2,16 @@
 # GPT-2 tokenizer and sampling speed:
 #   1. encoding throughput on one core (taskset -c 0) over every document of the built-in
 #      corpus: wit's tokenizer (`wit tokenize --documents --stats`, encoding time only) against
-#      tiktoken's WASM build run by node on the same documents (tests/text/tiktoken_ids.cjs
-#      bench), alternating, five rounds each; the median of each and their ratio;
+#      PyPI tiktoken (its Rust core, from python) on the same documents
+#      (tests/text/tiktoken_ids.py bench), alternating, five rounds each; the median of each and
+#      their ratio;
 #   2. `wit prepare --tokenizer gpt2` end to end on the corpus, against the byte tokenizer;
 #   3. `wit sample` tokens/s from a GPT-2 small (124M) model (one tiny training step), 256
 #      tokens, greedy and at temperature 1.
-# Usage: benchmarks/tokenizer_speed.sh   (after launch/build; needs launch/install-deps' npm parts)
+# Usage: benchmarks/tokenizer_speed.sh   (after launch/build; tiktoken from launch/install-deps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 wit=${WIT_BUILD_DIR:-build}/apps/wit/wit
-export NODE_PATH=$PWD/deps/node_modules
 work=$(mktemp -d /tmp/wit-tok-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export WIT_SIGNING_KEY="$work/key.pem"
@@ -21,8 +21,9 @@ export WIT_SIGNING_KEY="$work/key.pem"
 wit_runs=() ref_runs=()
 for round in 1 2 3 4 5; do
   w=$(taskset -c 0 "$wit" tokenize --documents --stats 2>&1 >/dev/null | sed -n 's/.*(\([0-9.]*\) MB\/s.*/\1/p')
-  r=$(taskset -c 0 node tests/text/tiktoken_ids.cjs bench "$work/docs.jsonl" | sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
-  echo "round $round: wit $w MB/s, tiktoken (WASM) $r MB/s"
+  r=$(taskset -c 0 deps/venv/bin/python tests/text/tiktoken_ids.py deps/gpt2/gpt2.tiktoken bench "$work/docs.jsonl" |
+      sed -n 's/.*"mb_per_s": \([0-9.]*\).*/\1/p')
+  echo "round $round: wit $w MB/s, tiktoken (Rust, PyPI) $r MB/s"
   wit_runs+=("$w") ref_runs+=("$r")
 done
 median() { printf '%s\n' "$@" | sort -g | sed -n 3p; }

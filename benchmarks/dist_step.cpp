@@ -25,6 +25,7 @@
 #include "trainer/run_plan.h"
 #include "trainer/run_config.h"
 #include "trainer/runtime.h"
+#include "trainer/cpu_numerics.h"
 
 namespace {
 
@@ -98,6 +99,7 @@ void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 }  // namespace
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   std::string mode = "ddp", data = "data/kjv", save;
   int steps = 3;
   std::vector<std::string> sets;

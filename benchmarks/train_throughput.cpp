@@ -21,6 +21,7 @@
 #include "trainer/run_plan.h"
 #include "trainer/step.h"
 #include "trainer/train_loop.h"
+#include "trainer/cpu_numerics.h"
 
 namespace {
 
@@ -75,6 +76,7 @@ Result measure(const std::string& name, const fs::path& config, std::vector<std:
 }  // namespace
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   fs::path data = "data/kjv";
   int steps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {

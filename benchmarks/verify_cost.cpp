@@ -31,6 +31,7 @@
 #include "witness/log/reader.h"
 #include "witness/log/signing.h"
 #include "witness/verify/verify.h"
+#include "trainer/cpu_numerics.h"
 
 namespace {
 
@@ -319,6 +320,7 @@ void plot(const fs::path& png, const Round& r, const std::string& name, int64_t 
 }  // namespace
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   fs::path data = "data/kjv", work = fs::temp_directory_path(), png;
   std::string only;
   Setup tiny{"tiny", {}, {}, 10, 5, 3, 5};

@@ -37,6 +37,7 @@
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
 #include "witness/log/writer.h"
+#include "trainer/cpu_numerics.h"
 
 namespace {
 
@@ -292,6 +293,7 @@ void print_table(const std::vector<Result>& rs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   fs::path data = "data/kjv";
   int pairs = 40, large_pairs = 3;
   uint64_t log_rows = 20480;  // 20 chunks of the steps table exactly

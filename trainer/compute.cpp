@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include "core/error.h"
+#include "trainer/cpu_numerics.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
 
@@ -69,12 +70,9 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
     c.bf16 = true;
   }
 
-  // Flash attention: scaled-dot-product attention's flash kernel, which libtorch 2.x has on
-  // CUDA for bf16 inputs; its dropout would draw from the global generator, so none.
+  // Flash attention: scaled-dot-product attention's flash kernel, on CUDA for bf16 inputs; its dropout would draw from the global generator, so none.
   std::string why_not;
-  if (TORCH_VERSION_MAJOR < 2)
-    why_not = fmt::format("libtorch {} has no scaled-dot-product attention (2.x has)", TORCH_VERSION);
-  else if (!c.is_cuda())
+  if (!c.is_cuda())
     why_not = "its flash kernel runs on CUDA only, and this run computes on the CPU";
   else if (!c.bf16)
     why_not = "its flash kernel takes bf16 inputs: set train.precision=bf16";
@@ -85,7 +83,7 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
   if (attention == "flash" && !why_not.empty()) fail("model.attention = flash: {}", why_not);
   c.attention = attention == "auto" ? (why_not.empty() ? "flash" : "math") : attention;
   cfg.set("model.attention", c.attention, "model.attention = auto, resolved");
-#if defined(WIT_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#ifdef WIT_TORCH_CUDA
   if (c.attention == "flash") {
     // The flash backend alone: another backend's kernel would be another trajectory.
     at::globalContext().setSDPUseFlash(true);
@@ -97,7 +95,11 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
 }
 
 nlohmann::json device_facts(const Compute& c) {
-  if (!c.is_cuda()) return {{"device", "cpu"}};
+  if (!c.is_cuda()) {
+    nlohmann::json f = {{"device", "cpu"}};
+    f.update(cpu_numerics_facts());
+    return f;
+  }
 #ifdef WIT_TORCH_CUDA
   const cudaDeviceProp* p = at::cuda::getDeviceProperties(c.device.index());
   int driver = 0, runtime = 0;
@@ -163,6 +165,19 @@ nlohmann::json facts_here(const Compute& c) {
   return numerics_facts(f);
 }
 
+// The CPU numerics key of a session that computed on the CPU (cpu_numerics.h).
+nlohmann::json session_cpu_key(const nlohmann::json& s) {
+  const nlohmann::json compute =
+      s.is_object() && s.contains("compute") ? s["compute"] : nlohmann::json::object();
+  std::string libtorch = "?";
+  if (s.is_object() && s.contains("versions") && s["versions"].is_object() &&
+      s["versions"].contains("libtorch") && s["versions"]["libtorch"].is_string())
+    libtorch = s["versions"]["libtorch"].get<std::string>();
+  return cpu_numerics_key(compute, libtorch);
+}
+
+nlohmann::json cpu_key_here() { return cpu_numerics_key(cpu_numerics_facts(), TORCH_VERSION); }
+
 }  // namespace
 
 void check_resume_compute(const std::string& sessions_json, const Compute& compute,
@@ -170,12 +185,17 @@ void check_resume_compute(const std::string& sessions_json, const Compute& compu
   const auto sessions = nlohmann::json::parse(sessions_json, nullptr, false);
   if (!sessions.is_array() || sessions.empty()) return;
   const auto ran = session_facts(sessions.back()), here = facts_here(compute);
-  if (ran != here)
-    fail(
-        "{}: the run trained on {} and this process computes on {}: a resume must continue the "
-        "trajectory with the same arithmetic. Resume on the same GPU model and libraries "
-        "(train.device selects it), or start a new run",
-        origin, describe(ran), describe(here));
+  // On the CPU the numerics are the pinned code paths (cpu_numerics.h); on a GPU its facts.
+  const bool cpu = ran.empty() && here.empty();
+  const auto ran_cpu = session_cpu_key(sessions.back()), here_cpu = cpu_key_here();
+  if (cpu ? ran_cpu == here_cpu : ran == here) return;
+  fail(
+      "{}: the run trained on {} and this process computes on {}: a resume must continue the "
+      "trajectory with the same arithmetic. Resume {}, or start a new run",
+      origin, cpu ? describe_cpu_numerics(ran_cpu) : describe(ran),
+      cpu ? describe_cpu_numerics(here_cpu) : describe(here),
+      cpu ? "with the same CPU numerics (pinned by default; WIT_CPU_NUMERICS) and libtorch"
+          : "on the same GPU model and libraries (train.device selects it)");
 }
 
 Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bool tolerance,
@@ -188,7 +208,28 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   if (sessions.is_array())
     for (const auto& s : sessions)
       if (!session_facts(s).empty()) ran_on = session_facts(s);
-  if (ran_on.empty()) return cpu;
+  if (ran_on.empty()) {
+    // A CPU run: every session's numerics must be this verifier's (pinned, the same libtorch;
+    // or native on the same CPU model), else the replay could differ without anyone lying.
+    const auto here = cpu_key_here();
+    if (sessions.is_array())
+      for (const auto& s : sessions) {
+        const auto ran = session_cpu_key(s);
+        if (ran == here) continue;
+        const std::string why =
+            fmt::format("the run trained on {}, and this verifier has {}",
+                        describe_cpu_numerics(ran), describe_cpu_numerics(here));
+        if (!tolerance)
+          fail(
+              "{}: an exact replay needs the same CPU numerics and libtorch. Verify with the "
+              "numerics the run used (WIT_CPU_NUMERICS; docs/verify.md), or with --tolerance "
+              "for a replay within stated distances",
+              why);
+        if (note) *note = why + ": replaying within the tolerance";
+        break;
+      }
+    return cpu;
+  }
 
   nlohmann::json here = nlohmann::json::object();  // no GPU
   Compute gpu;
@@ -239,17 +280,17 @@ int64_t peak_device_bytes(const Compute& c) {
 
 AutocastScope::AutocastScope(const Compute& c) : active_(c.bf16) {
   if (!active_) return;
-#if defined(WIT_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#ifdef WIT_TORCH_CUDA
   at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
 #else
-  fail("bf16 autocast needs a CUDA libtorch 2.x");
+  fail("bf16 autocast needs a CUDA libtorch");
 #endif
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
-#if defined(WIT_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#ifdef WIT_TORCH_CUDA
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
 #endif

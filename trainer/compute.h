@@ -21,7 +21,8 @@ struct Compute {
   bool is_cuda() const { return device.is_cuda(); }
 };
 
-// Whether this libtorch was built with CUDA (Debian's is not).
+// Whether this libtorch was built with CUDA (the pinned PyTorch wheel's is; a CPU-only build of
+// libtorch is not).
 bool libtorch_has_cuda();
 
 

@@ -9,8 +9,10 @@
 
 #include "apps/wit/commands.h"
 #include "core/error.h"
+#include "trainer/cpu_numerics.h"
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   CLI::App app{
       "wit: a GPT trainer whose every step leaves a witness.\n"
       "Prepare a corpus, train on it; each step is a pure function of committed inputs, so any\n"

@@ -20,6 +20,7 @@
 #include "trainer/runtime.h"
 #include "trainer/witnessing.h"
 #include "witness/log/format.h"
+#include "trainer/cpu_numerics.h"
 
 namespace wit {
 namespace {
@@ -73,6 +74,7 @@ int run(const std::string& data_dir, const std::string& mode, const std::string&
 }  // namespace wit
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   try {
     if (argc != 4 && !(argc == 5 && std::string(argv[4]) == "staged"))
       wit::fail("usage: golden_trace DATA_DIR ddp|fsdp TINY_CONFIG [staged]");

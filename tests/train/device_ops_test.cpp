@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "trainer/compute.h"
+#include "trainer/cpu_numerics.h"
 #include "trainer/device_ops.h"
 #include "trainer/run_config.h"
 
@@ -96,8 +97,8 @@ config::Config tiny_config(const std::vector<std::string>& sets) {
   return config::Config::parse("{}", "test", run_schema(), sets);
 }
 
-TEST(Compute, ResolvesToTheCpuOnACpuLibtorch) {
-  if (libtorch_has_cuda()) GTEST_SKIP() << "this libtorch has CUDA";
+TEST(Compute, ResolvesToTheCpuWhereNoGpuIsVisible) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible";
   auto cfg = tiny_config({"model.attention=auto"});
   const Compute c = resolve_compute(cfg, 1, true);
   EXPECT_TRUE(c.device.is_cpu());
@@ -106,11 +107,18 @@ TEST(Compute, ResolvesToTheCpuOnACpuLibtorch) {
   // auto is committed as what it resolved to, and math is what a committed config leaves out.
   EXPECT_EQ(cfg.get_string("model.attention"), "math");
   EXPECT_EQ(committed_yaml(cfg), committed_yaml(tiny_config({})));
-  EXPECT_EQ(device_facts(c).dump(), R"({"device":"cpu"})");
+  const auto facts = device_facts(c);
+  EXPECT_EQ(facts["device"], "cpu");
+  // This binary pins its CPU numerics (tests/pinned_gtest_main.cpp), as wit does.
+  if (cpu_runs_pinned_level()) {
+    EXPECT_EQ(facts["numerics"], "avx2") << facts.dump();
+    EXPECT_EQ(facts["aten"], "AVX2") << facts.dump();
+    EXPECT_EQ(facts["mkl_cbwr"], "0x1000a") << facts.dump();  // MKL's AVX2 branch, strict
+  }
 }
 
-TEST(Compute, RefusesWhatACpuLibtorchCannotRun) {
-  if (libtorch_has_cuda()) GTEST_SKIP() << "this libtorch has CUDA";
+TEST(Compute, RefusesWhatTheCpuCannotRun) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible";
   auto expect_error = [](std::vector<std::string> sets, const std::string& text) {
     auto cfg = tiny_config(sets);
     try {
@@ -120,9 +128,9 @@ TEST(Compute, RefusesWhatACpuLibtorchCannotRun) {
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
     }
   };
-  expect_error({"train.device=cuda"}, "this libtorch was built without CUDA");
+  expect_error({"train.device=cuda"}, "no GPU is visible");
   expect_error({"train.precision=bf16"}, "bf16 runs on CUDA only");
-  expect_error({"model.attention=flash"}, "model.attention = flash: libtorch");
+  expect_error({"model.attention=flash"}, "model.attention = flash: its flash kernel runs on CUDA only");
 }
 
 TEST(Compute, ACommittedConfigNamesItsKernel) {

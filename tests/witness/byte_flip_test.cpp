@@ -181,7 +181,7 @@ TEST(ByteFlip, EveryByteOfTheLogIsCommittedOrInert) {
   for (auto& t : targets) stored[t.object + "@" + t.attribute] = read_bytes(f, t);
   H5Fclose(f);
 
-  size_t flips = 0, reported = 0, inert = 0;
+  size_t flips = 0, reported = 0, inert = 0, refused = 0;
   std::map<std::string, size_t> inert_by_target;
   for (auto& t : targets) {
     const std::vector<uint8_t>& bytes = stored[t.object + "@" + t.attribute];
@@ -206,7 +206,19 @@ TEST(ByteFlip, EveryByteOfTheLogIsCommittedOrInert) {
       }
       ++inert;
       ++inert_by_target[t.object + (t.attribute.empty() ? "" : " attribute " + t.attribute)];
-      EXPECT_EQ(verdicts(r), baseline)
+      std::string got;
+      try {
+        got = verdicts(r);
+      } catch (const Error& e) {
+        // Session facts are unsigned claims: a changed one may only make the verifier refuse
+        // before replaying (other CPU numerics or GPU), never change a verdict.
+        EXPECT_EQ(t.attribute, "sessions_json") << e.what();
+        EXPECT_NE(std::string(e.what()).find("an exact replay needs the same"), std::string::npos)
+            << e.what();
+        ++refused;
+        continue;
+      }
+      EXPECT_EQ(got, baseline)
           << "flipping byte " << i << " of " << t.object << " " << t.attribute
           << " is neither reported by the log's check nor without effect on verify and query";
     }
@@ -215,7 +227,8 @@ TEST(ByteFlip, EveryByteOfTheLogIsCommittedOrInert) {
   std::string where;
   for (auto& [name, n] : inert_by_target) where += " " + name + " (" + std::to_string(n) + ")";
   std::cout << flips << " single-byte flips: " << reported << " reported as tampering, " << inert
-            << " inert:" << where << "\n";
+            << " inert:" << where << "; " << refused
+            << " of the inert ones made the verifier refuse (a session's numerics changed)\n";
   EXPECT_GT(reported, 1000u);
   // The inert bytes are exactly the unhashed facts: session facts and wall-clock times.
   for (auto& [name, n] : inert_by_target)

@@ -65,6 +65,7 @@
 #include "witness/log/reader.h"
 #include "witness/log/writer.h"
 #include "witness/verify/verify.h"
+#include "trainer/cpu_numerics.h"
 
 namespace wit::witness {
 namespace {
@@ -422,6 +423,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
 }  // namespace wit
 
 int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   try {
     if (argc < 4) wit::fail("usage: wit_test_dishonest RUN KEY ATTACK [ARGS...]");
     if (wit::is_training_attack(argv[3]))

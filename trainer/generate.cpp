@@ -73,6 +73,16 @@ torch::Tensor Sampler::feed(const std::vector<uint16_t>& tokens) {
   return model::gpt_head_logits(cfg_, last, lnf[0], lnf[1], emb[0]).squeeze(0);  // (V)
 }
 
+torch::Tensor Sampler::next_logits(const std::vector<uint16_t>& prompt) {
+  if (prompt.empty()) fail("the prompt has no tokens");
+  if (int64_t(prompt.size()) > cfg_.context)
+    fail("the prompt is {} tokens, longer than the model's context of {}: shorten it",
+         prompt.size(), cfg_.context);
+  torch::NoGradGuard no_grad;
+  reset();
+  return feed(prompt).to(torch::kCPU, torch::kFloat32).contiguous();
+}
+
 std::vector<uint16_t> Sampler::generate(const std::vector<uint16_t>& prompt, const SampleOptions& o,
                                         const std::function<bool(uint16_t)>& emit) {
   check_sample_options(o, cfg_);

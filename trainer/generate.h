@@ -40,6 +40,9 @@ class Sampler {
   std::vector<uint16_t> generate(const std::vector<uint16_t>& prompt, const SampleOptions& o,
                                  const std::function<bool(uint16_t)>& emit);
 
+  // The logits (V, fp32) for the token after `prompt` (1 .. context tokens), from a fresh cache.
+  torch::Tensor next_logits(const std::vector<uint16_t>& prompt);
+
  private:
   torch::Tensor feed(const std::vector<uint16_t>& tokens);  // logits (V) after the last one
   void reset() { k_.assign(k_.size(), {}), v_.assign(v_.size(), {}), length_ = 0; }

@@ -69,6 +69,35 @@ void export_gpt2_safetensors(const model::GPTConfig& cfg, const torch::Tensor& f
     tensors.emplace_back(s.name, s.hf_transposed ? t.t().contiguous() : t);
   }
   write_safetensors(file, tensors, metadata);
+  write_gpt2_hf_config(cfg, file.parent_path() / "config.json");
+}
+
+void write_gpt2_hf_config(const model::GPTConfig& cfg, const std::filesystem::path& file) {
+  // transformers' GPT2Config for wit's GPT: tanh GELU, LayerNorm eps 1e-5, tied lm head; the
+  // end-of-text token is the vocabulary's last (50256 for GPT-2's, 256 for bytes).
+  const nlohmann::ordered_json j = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"vocab_size", cfg.vocab_size},
+      {"n_positions", cfg.context},
+      {"n_ctx", cfg.context},
+      {"n_embd", cfg.n_embd},
+      {"n_layer", cfg.n_layer},
+      {"n_head", cfg.n_head},
+      {"n_inner", nullptr},
+      {"activation_function", "gelu_new"},
+      {"resid_pdrop", cfg.dropout},
+      {"embd_pdrop", cfg.dropout},
+      {"attn_pdrop", cfg.dropout},
+      {"layer_norm_epsilon", 1e-5},
+      {"initializer_range", 0.02},
+      {"scale_attn_weights", true},
+      {"tie_word_embeddings", true},
+      {"bos_token_id", cfg.vocab_size - 1},
+      {"eos_token_id", cfg.vocab_size - 1},
+      {"torch_dtype", "float32"},
+  };
+  write_file_atomic(file, j.dump(2) + "\n");
 }
 
 }  // namespace wit

@@ -24,9 +24,13 @@ void write_safetensors(const std::filesystem::path& file, const NamedTensors& te
 NamedTensors read_safetensors(const std::filesystem::path& file,
                               std::map<std::string, std::string>* metadata = nullptr);
 
-// The flat parameter vector `params` (P,) of a model of `cfg`, in Hugging Face GPT-2 layout.
+// The flat parameter vector `params` (P,) of a model of `cfg`, in Hugging Face GPT-2 layout, and
+// beside it config.json (write_gpt2_hf_config), so GPT2LMHeadModel.from_pretrained(dir) loads it.
 void export_gpt2_safetensors(const model::GPTConfig& cfg, const torch::Tensor& params,
                              const std::filesystem::path& file,
                              const std::map<std::string, std::string>& metadata = {});
+
+// transformers' GPT2Config for a model of `cfg`, as JSON.
+void write_gpt2_hf_config(const model::GPTConfig& cfg, const std::filesystem::path& file);
 
 }  // namespace wit

@@ -1,12 +1,16 @@
 #include "apps/wit/sample.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/fs.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/manifest.h"
@@ -115,6 +119,15 @@ int sample(const SampleCliOptions& o) {
   });
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fputc('\n', stdout);
+  if (!o.logits.empty()) {
+    // For comparing with another implementation (transformers): exact float values as JSON.
+    const torch::Tensor l = sampler.next_logits(prompt);
+    const float* p = l.data_ptr<float>();
+    const nlohmann::json j = {{"prompt", prompt},
+                              {"logits", std::vector<float>(p, p + l.numel())},
+                              {"drawn", drawn}};
+    write_file_atomic(o.logits, j.dump() + "\n");
+  }
   if (o.stats)
     fmt::print(stderr, "{} tokens in {:.2f} s ({:.1f} tokens/s; prompt {} tokens){}\n",
                drawn.size(), s, double(drawn.size()) / s, prompt.size(),

@@ -19,6 +19,7 @@ struct SampleCliOptions {
   std::string tokenizer;  // byte|gpt2; empty: the run's dataset manifest says
   std::filesystem::path vocab;
   bool stats = false;
+  std::filesystem::path logits;  // writes the prompt's ids, its next-token logits and the ids drawn
 };
 
 int sample(const SampleCliOptions& o);

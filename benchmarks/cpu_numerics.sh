@@ -24,8 +24,8 @@ echo "cpu: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 for r in $(seq "$rounds"); do
   for m in "${modes[@]}"; do
     env ${env[$m]} "$bench" --data "$work/data" --steps 3 >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
-    t=$(awk '$1 == "tiny" {print $(NF-3)}' "$work/out")
-    b=$(awk '$1 == "124M-shaped" {print $(NF-3)}' "$work/out")
+    t=$(awk '$1 == "tiny" && $2 != "step" {print $(NF-3)}' "$work/out")
+    b=$(awk '$1 == "124M-shaped" && $0 !~ / step [0-9]/ {print $(NF-3)}' "$work/out")
     echo "round $r $m: tiny $t s/step, 124M-shaped $b s/step"
     echo "$t" >>"$work/$m.tiny"
     echo "$b" >>"$work/$m.124m"

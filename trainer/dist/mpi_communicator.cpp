@@ -82,7 +82,10 @@ class Watchdog {
     while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; })) {
       const int64_t since = since_.load();
       if (since == 0 || now_ms() - since < int64_t(timeout_s_) * 1000) continue;
-      const int peer = peer_.load();
+      int peer = peer_.load();
+      // A group call of two ranks waits on exactly one: name it. With more, MPI does not say
+      // which rank has not arrived.
+      if (peer < 0 && hosts_.size() == 2) peer = 1 - rank_;
       const std::string waited =
           peer >= 0 ? fmt::format("rank {} on host {}", peer, hosts_[size_t(peer)])
                     : std::string("the other ranks");

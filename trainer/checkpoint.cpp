@@ -1,7 +1,12 @@
 // Checkpoints as tensors (trainer/checkpoint.h).
 #include "trainer/checkpoint.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "core/error.h"
 
@@ -16,15 +21,16 @@ void read_floats(std::ifstream& in, float* out, int64_t n, const std::filesystem
 
 }  // namespace
 
+int hashing_threads() { return int(std::clamp(std::thread::hardware_concurrency(), 1u, 16u)); }
+
 Digest state_hash(const Digest& genesis, int64_t step, const torch::Tensor& params,
-                  const torch::Tensor& m, const torch::Tensor& v) {
+                  const torch::Tensor& m, const torch::Tensor& v, uint32_t version) {
   const int64_t n = params.numel();
   for (auto* t : {&params, &m, &v})
     WIT_CHECK(t->dtype() == torch::kFloat32 && t->is_contiguous() && t->numel() == n,
               "state tensors must be contiguous fp32 of {} elements", n);
-  Sha256 h = state_hasher(genesis, step, n);
-  for (auto* t : {&params, &m, &v}) h.update(t->data_ptr<float>(), size_t(n) * sizeof(float));
-  return h.finish();
+  return state_hash_of(genesis, step, n, params.data_ptr<float>(), m.data_ptr<float>(),
+                       v.data_ptr<float>(), version, hashing_threads());
 }
 
 Digest save_checkpoint(const std::filesystem::path& file, const CheckpointInfo& info,
@@ -52,8 +58,49 @@ Checkpoint load_checkpoint(const std::filesystem::path& file) {
     *t = torch::empty({n}, torch::kFloat32);
     read_floats(in, t->data_ptr<float>(), n, file);
   }
-  if (state_hash(c.info.genesis, c.info.step, c.params, c.m, c.v) != c.info.state_hash)
+  if (state_hash(c.info.genesis, c.info.step, c.params, c.m, c.v, c.info.version) !=
+      c.info.state_hash)
     fail("{}: checkpoint contents do not match their recorded SHA-256 (corrupt)", file.string());
+  // The payload is whole; the leaf table, which partial readers trust, must be its table.
+  if (l.info.version == 3) read_leaf_table(in, l, file);
+  return c;
+}
+
+Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("cannot open checkpoint {}", file.string());
+  CheckpointLayout l = read_checkpoint_layout(in, file);
+  if (l.info.version == 2) {
+    Checkpoint c = load_checkpoint(file);
+    c.m = c.v = torch::Tensor();
+    return c;
+  }
+  const std::vector<Digest> table = read_leaf_table(in, l, file);
+  const int64_t n = l.info.num_params;
+  // The leaves covering params: the last one may run into m, and is read to its end.
+  const uint64_t bytes = uint64_t(n) * 4;
+  const uint64_t leaves = (bytes + kCheckpointLeafBytes - 1) / kCheckpointLeafBytes;
+  const uint64_t span = std::min(leaves * kCheckpointLeafBytes, 3 * bytes);
+  std::vector<char> buf(static_cast<size_t>(span));
+  in.seekg(std::streamoff(l.payload));
+  in.read(buf.data(), std::streamsize(span));
+  if (!in) fail("{}: truncated checkpoint payload", file.string());
+  std::vector<uint8_t> matches(static_cast<size_t>(leaves));
+  at::parallel_for(0, int64_t(leaves), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const uint64_t from = uint64_t(i) * kCheckpointLeafBytes;
+      const uint64_t len = std::min(kCheckpointLeafBytes, span - from);
+      matches[size_t(i)] = checkpoint_leaf_hash(buf.data() + from, len) == table[size_t(i)];
+    }
+  });
+  for (uint64_t i = 0; i < leaves; ++i)
+    if (!matches[size_t(i)])
+      fail("{}: leaf {} of the weights does not match its leaf table entry (corrupt)",
+           file.string(), i);
+  Checkpoint c;
+  c.info = l.info;
+  c.params = torch::empty({n}, torch::kFloat32);
+  std::memcpy(c.params.data_ptr<float>(), buf.data(), size_t(bytes));
   return c;
 }
 

@@ -120,10 +120,10 @@ class DdpLayout final : public Layout {
     const auto host = [](const torch::Tensor& t) { return t.to(torch::kCPU); };
     return save_checkpoint(file, info, host(flat_), host(opt_.m), host(opt_.v));
   }
-  Digest state_hash(const Digest& genesis) override {
+  Digest state_hash(const Digest& genesis, uint32_t version) override {
     if (!comm_.is_root()) return {};
     const auto host = [](const torch::Tensor& t) { return t.to(torch::kCPU); };
-    return wit::state_hash(genesis, opt_.step, host(flat_), host(opt_.m), host(opt_.v));
+    return wit::state_hash(genesis, opt_.step, host(flat_), host(opt_.m), host(opt_.v), version);
   }
   torch::Tensor full_params() override { return flat_.to(torch::kCPU); }
 
@@ -265,9 +265,9 @@ class FsdpLayout final : public Layout {
     stream_state([&](const float* p, int64_t n) { w->write(p, n); });
     return w ? w->finish() : Digest{};
   }
-  Digest state_hash(const Digest& genesis) override {
-    std::optional<Sha256> h;
-    if (comm_.is_root()) h = state_hasher(genesis, opt_.step, num_params_);
+  Digest state_hash(const Digest& genesis, uint32_t version) override {
+    std::optional<StateHasher> h;
+    if (comm_.is_root()) h.emplace(genesis, opt_.step, num_params_, version);
     stream_state([&](const float* p, int64_t n) { h->update(p, size_t(n) * sizeof(float)); });
     return h ? h->finish() : Digest{};
   }

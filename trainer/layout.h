@@ -80,8 +80,8 @@ class Layout {
   // Collective: the whole state into one file, written by rank 0, which gets the state hash.
   virtual Digest save(const std::filesystem::path& file, const CheckpointInfo& info) = 0;
   // Collective: the state hash of the current state (as save() would commit it for the run of
-  // `genesis`), on rank 0.
-  virtual Digest state_hash(const Digest& genesis) = 0;
+  // `genesis`, in checkpoint format `version`), on rank 0.
+  virtual Digest state_hash(const Digest& genesis, uint32_t version = kCheckpointVersion) = 0;
   // Collective: the whole flat parameter vector (P,) on the host, meaningful on rank 0.
   virtual torch::Tensor full_params() = 0;
   // Collective: the final weights as safetensors, written by rank 0.

@@ -37,6 +37,9 @@ board::ReplayResult run_checks(const fs::path& run, const fs::path& data,
   o.segments = std::vector<uint64_t>{};
   if (segment && *segment >= 0) o.segments->push_back(uint64_t(*segment));
   o.final_checks = final_checks;
+  // The audit at submission reads every checkpoint whole: the board serves these files to every
+  // worker and certifies their availability. A job samples leaves and loads only what it replays.
+  o.whole_checkpoints = !segment;
   const witness::VerifyReport r = witness::verify_run(o, comm, [](const std::string&) {});
   if (r.outcome == witness::Outcome::NotReproducible)
     fail("the run cannot be certified: {}", r.reason);

@@ -310,7 +310,8 @@ void add_verify(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "verify",
       "Certify a run without trusting its trainer: check the witness log (chains, signatures, "
-      "schedules, dataset, every checkpoint file), recompute every step's batch hash and "
+      "schedules, dataset, every checkpoint file present, sampled against its committed hash), "
+      "recompute every step's batch hash and "
       "hyperparameters, replay the first and the last segment and c randomly drawn ones with "
       "the trainer's own step and require every recorded bit to match, check the published "
       "model and the final evaluation. Writes RUN/certificate.json, signed with the verifier's "
@@ -368,6 +369,16 @@ void add_verify(CLI::App& app) {
                   "Layout of the replay on several processes: ddp (full state on each) or fsdp "
                   "(sharded; for models one process cannot hold)")
       ->check(CLI::IsMember({"ddp", "fsdp"}));
+  sub->add_option("--checkpoint-leaves", o->checkpoint_leaves,
+                  "Of each checkpoint, hash this many 64 KiB leaves, drawn like the challenges, "
+                  "against its leaf table, itself checked against the committed state hash "
+                  "(default 16: a checkpoint missing a fraction g of its bytes passes with "
+                  "probability <= (1-g)^16); the checkpoints a replay loads are hashed whole")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40))
+      ->type_name("N");
+  sub->add_flag("--whole-checkpoints", o->whole_checkpoints,
+                "Read and hash every checkpoint whole instead (bytes read grow with the run's "
+                "state times its checkpoints)");
   sub->add_option("--check-certificate", o->check_certificate,
                   "Check a certificate instead: its signature by --verifier-key and, with RUN, "
                   "that it describes that run's log, dataset, final state and model as they are")

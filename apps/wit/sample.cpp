@@ -101,7 +101,7 @@ int sample(const SampleCliOptions& o) {
                                                : checkpoint_of(o.run, o.checkpoint);
   if (!fs::exists(source)) fail("{} does not exist", source.string());
   const torch::Tensor params = o.checkpoint.empty() ? params_from_safetensors(source, cfg)
-                                                    : load_checkpoint(source).params;
+                                                    : load_checkpoint_weights(source).params;
   Sampler sampler(cfg, params);
 
   std::vector<uint16_t> prompt = gpt2 ? gpt2->encode(o.prompt) : data::encode_bytes(o.prompt);

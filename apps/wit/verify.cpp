@@ -70,6 +70,8 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
     v.grinding_bits = o.grinding_bits;
   }
   if (o.tolerance >= 0) v.tolerance = o.tolerance;
+  v.checkpoint_leaves = o.checkpoint_leaves;
+  v.whole_checkpoints = o.whole_checkpoints;
   if (!o.trainer_key.empty()) v.trusted_key = witness::load_public_key(o.trainer_key);
   // The verifier's key signs the certificate: load it before the (long) replay.
   std::optional<witness::SigningKey> key;
@@ -86,10 +88,11 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
   if (root && c.replayed_steps > 0)
     fmt::print(
         "cost: {} steps replayed in {:.2f}s ({:.3f}s/step; the trainer logged {:.3f}s/step), "
-        "{} checkpoint load(s) in {:.2f}s, data audit {:.2f}s, {:.1f}s in all\n",
+        "{} checkpoint load(s) in {:.2f}s, data audit {:.2f}s, {:.1f}s in all; {:.1f} MB of "
+        "checkpoints read to check their availability\n",
         c.replayed_steps, c.replay_seconds, c.replay_seconds / double(c.replayed_steps),
         c.logged_seconds / double(c.replayed_steps), c.loads, c.load_seconds, c.audit_seconds,
-        c.total_seconds);
+        c.total_seconds, double(c.checkpoint_bytes_checked) / 1e6);
   if (!root)
     return r.outcome == witness::Outcome::Rejected                    ? 1
            : r.outcome == witness::Outcome::NotReproducible           ? kExitNotReproducible

@@ -23,6 +23,8 @@ struct VerifyCliOptions {
   int64_t segment = 0;       // 0: train.checkpoint_every
   double tolerance = -1;     // < 0: exact replay (the default, the only mode that certifies)
   std::string mode = "ddp";  // the verifier's layout when launched with mpirun
+  int64_t checkpoint_leaves = 16;  // leaves hashed of each checkpoint no replay loads
+  bool whole_checkpoints = false;  // ... or every byte of every checkpoint
 };
 
 // Exit codes: 0 certified, 1 rejected (or an error, or an invalid certificate), 3 not

@@ -225,6 +225,99 @@ TEST(Checkpoint, CorruptionAndTruncationAreDetected) {
   EXPECT_THROW(load_checkpoint(bad), Error);
 }
 
+// Version 3's leaf table: any part of the payload is checked against the state hash without
+// reading the rest, whatever the chunking or threads that hashed it.
+TEST(Checkpoint, TheLeafTableChecksAnyPartAlone) {
+  TempDir run("wit-test-ckpt-leaves");
+  train(options(run.path, small_run(2)));
+  const fs::path ck = checkpoint_path(run.path, 2);
+  const Checkpoint good = load_checkpoint(ck);
+  const CheckpointInfo& info = good.info;
+  const int64_t n = info.num_params;
+  const uint64_t L = checkpoint_leaf_count(n);
+  ASSERT_EQ(info.version, 3u);
+  ASSERT_GT(L, 8u) << "the test needs a payload of several leaves";
+  const float* parts[3] = {good.params.data_ptr<float>(), good.m.data_ptr<float>(),
+                           good.v.data_ptr<float>()};
+  for (int threads : {1, 3, 8})
+    EXPECT_EQ(state_hash_of(info.genesis, info.step, n, parts[0], parts[1], parts[2], 3, threads),
+              info.state_hash)
+        << threads << " threads";
+  StateHasher odd(info.genesis, info.step, n);  // chunks that straddle leaves and sections
+  std::string payload;
+  for (const float* p : parts) payload.append(reinterpret_cast<const char*>(p), size_t(n) * 4);
+  for (size_t at = 0, chunk = 1; at < payload.size(); at += chunk, chunk = chunk * 3 + 7)
+    odd.update(payload.data() + at, std::min(chunk, payload.size() - at));
+  EXPECT_EQ(odd.finish(), info.state_hash);
+
+  std::vector<uint64_t> all;
+  for (uint64_t i = 0; i < L; ++i) all.push_back(i);
+  EXPECT_LT(verify_checkpoint_leaves(ck, {3}), fs::file_size(ck) / 4);
+  EXPECT_GE(verify_checkpoint_leaves(ck, all), uint64_t(12 * n));
+
+  const std::string bytes = read_text_file(ck);
+  const fs::path bad = run.path / "bad.ckpt";
+  const uint64_t header = 64, m_leaf = (uint64_t(n) * 4 + kCheckpointLeafBytes) / kCheckpointLeafBytes;
+  {  // one byte of leaf 3 (in params): that leaf's check, the whole checks and the weights refuse
+    std::string b = bytes;
+    b[header + 3 * kCheckpointLeafBytes + 17] ^= 1;
+    write_file_atomic(bad, b);
+    EXPECT_THROW(verify_checkpoint_leaves(bad, {3}), Error);
+    EXPECT_NO_THROW(verify_checkpoint_leaves(bad, {2, 4}));
+    EXPECT_THROW(verify_checkpoint(bad), Error);
+    EXPECT_THROW(load_checkpoint(bad), Error);
+    EXPECT_THROW(load_checkpoint_weights(bad), Error);
+  }
+  {  // one byte of a leaf wholly in m: the weights alone still load
+    std::string b = bytes;
+    b[header + (m_leaf + 1) * kCheckpointLeafBytes] ^= 1;
+    write_file_atomic(bad, b);
+    EXPECT_THROW(load_checkpoint(bad), Error);
+    const Checkpoint w = load_checkpoint_weights(bad);
+    EXPECT_TRUE(torch::equal(w.params, good.params));
+    EXPECT_FALSE(w.m.defined());
+  }
+  {  // the table itself: no partial read trusts it
+    std::string b = bytes;
+    b[header + 12 * uint64_t(n) + 40] ^= 1;
+    write_file_atomic(bad, b);
+    EXPECT_THROW(verify_checkpoint_leaves(bad, {0}), Error);
+    EXPECT_THROW(load_checkpoint_weights(bad), Error);
+    EXPECT_THROW(verify_checkpoint(bad), Error);
+    EXPECT_THROW(load_checkpoint(bad), Error);
+    EXPECT_THROW(parse_checkpoint(b, "table"), Error);
+  }
+}
+
+// Version 2 (no leaf table, one linear hash) is still read: loads, weights and checks.
+TEST(Checkpoint, Version2FilesStillLoad) {
+  TempDir run("wit-test-ckpt-v2");
+  train(options(run.path, small_run(2)));
+  const Checkpoint good = load_checkpoint(checkpoint_path(run.path, 2));
+  const CheckpointInfo& info = good.info;
+  const int64_t n = info.num_params;
+  StateHasher h(info.genesis, info.step, n, 2);
+  std::string v2 = read_text_file(checkpoint_path(run.path, 2)).substr(0, 64 + 12 * size_t(n));
+  v2[8] = 2;  // the version field
+  h.update(v2.data() + 64, 12 * size_t(n));
+  const Digest d = h.finish();
+  v2.append(reinterpret_cast<const char*>(d.data()), 32).append("WITCKEND");
+  const fs::path old = run.path / "old.ckpt";
+  write_file_atomic(old, v2);
+  EXPECT_EQ(state_hash(info.genesis, info.step, good.params, good.m, good.v, 2), d);
+  EXPECT_NE(d, info.state_hash);
+  const Checkpoint c = load_checkpoint(old);
+  EXPECT_EQ(c.info.version, 2u);
+  EXPECT_TRUE(torch::equal(c.v, good.v));
+  EXPECT_TRUE(torch::equal(load_checkpoint_weights(old).params, good.params));
+  EXPECT_EQ(verify_checkpoint_leaves(old, {0}), fs::file_size(old));  // read whole
+  EXPECT_EQ(parse_checkpoint(v2, "v2").state_hash, d);
+  v2[64 + 5] ^= 1;
+  write_file_atomic(old, v2);
+  EXPECT_THROW(verify_checkpoint_leaves(old, {0}), Error);
+  EXPECT_THROW(load_checkpoint_weights(old), Error);
+}
+
 TEST(Checkpoint, AFailedWriteLeavesThePreviousCheckpointIntact) {
   TempDir run("wit-test-ckpt-fail");
   train(options(run.path, small_run(2)));

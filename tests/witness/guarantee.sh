@@ -8,7 +8,8 @@
 #      always replayed;
 #   4. rows nothing checks: a second final eval, a test/accuracy row;
 #   6. certificates: signed by another key, or copied beside another run;
-#   7. a corrupt checkpoint no challenge loads; damaged logs neither hang nor crash a reader.
+#   7. a corrupt checkpoint no challenge loads (by its leaf table and sampled leaves, or read
+#      whole); damaged logs neither hang nor crash a reader.
 # Usage: guarantee.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
 source "$(dirname "$0")/verify_setup.sh"
 "$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null || fail "train n1"
@@ -89,15 +90,38 @@ grep -q "INVALID certificate.*field genesis is not the run's" "$work/cert.out" |
 "$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/n1" >/dev/null || fail "the honest certificate does not check"
 echo "certificates: another key, no key, copied beside another run: refused; the honest one checks"
 
-# 7. A corrupt checkpoint in a stretch no challenge would load, and damaged logs.
-fresh
-/usr/bin/python3 - "$work/lie/checkpoints/step_00000006.ckpt" <<'PY'
-import sys
-p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 1; open(p, "wb").write(b)
+# 7. A corrupt checkpoint in a stretch no challenge would load (checked by its leaf table and
+# sampled leaves, or whole), and damaged logs.
+ck="$work/lie/checkpoints/step_00000006.ckpt"
+damage() {  # FILE WHERE: flip one byte at the middle of the payload, in every 64 KiB leaf, or in the leaf table
+  /usr/bin/python3 - "$@" <<'PY'
+import struct, sys
+p, where = sys.argv[1:3]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack_from("<Q", b, 24)[0]
+payload, total = 64, 12 * n
+if where == "middle":
+    b[payload + total // 2] ^= 1
+elif where == "every-leaf":
+    for at in range(0, total, 65536): b[payload + at] ^= 1
+elif where == "table":
+    b[payload + total + 5] ^= 1
+open(p, "wb").write(b)
 PY
+}
+fresh && damage "$ck" middle
 verify_k "$work/lie" -c 1 --seed 1 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a corrupt checkpoint was certified"; }
-grep -q "REJECTED: structure: .*step_00000006.ckpt: checkpoint contents do not match" "$work/ck.out" || { cat "$work/ck.out"; fail "corrupt checkpoint: reason"; }
-echo "a corrupt middle checkpoint: $(grep REJECTED "$work/ck.out")"
+grep -q "REJECTED: structure: .*step_00000006.ckpt: leaf .* does not match its leaf table entry" "$work/ck.out" || { cat "$work/ck.out"; fail "corrupt checkpoint: reason"; }
+echo "a corrupt middle checkpoint (a small one: all its leaves are hashed): $(grep REJECTED "$work/ck.out")"
+verify_k "$work/lie" -c 1 --seed 1 --whole-checkpoints >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "--whole-checkpoints: a corrupt checkpoint was certified"; }
+grep -q "REJECTED: structure: .*step_00000006.ckpt: checkpoint contents do not match" "$work/ck.out" || { cat "$work/ck.out"; fail "--whole-checkpoints: reason"; }
+fresh && damage "$ck" every-leaf
+verify_k "$work/lie" -c 1 --seed 1 --checkpoint-leaves 1 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a checkpoint with every leaf damaged was certified from one sampled leaf"; }
+grep -q "REJECTED: structure: .*step_00000006.ckpt: leaf .* does not match its leaf table entry" "$work/ck.out" || { cat "$work/ck.out"; fail "every leaf damaged: reason"; }
+fresh && damage "$ck" table
+verify_k "$work/lie" -c 1 --seed 1 --checkpoint-leaves 1 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a checkpoint with a damaged leaf table was certified"; }
+grep -q "REJECTED: structure: .*step_00000006.ckpt: the leaf table does not hash to the checkpoint's state hash" "$work/ck.out" || { cat "$work/ck.out"; fail "damaged leaf table: reason"; }
+echo "one sampled leaf: every leaf damaged, or the leaf table damaged: rejected"
 size=$(stat -c %s "$work/n1/witness.h5")
 crashed=0 hung=0 tried=0
 for ((at = 0; at < size; at += size / 80 + 1)); do

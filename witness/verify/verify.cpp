@@ -176,6 +176,24 @@ Digest challenge_key(const VerifyOptions& o, const LogReport& lr, dist::Communic
   fail("internal: unknown challenge source");
 }
 
+// `count` distinct leaves of the checkpoint after `step` (all of them when count >= leaves),
+// uniform, from the availability key.
+std::vector<uint64_t> sample_leaves(const Digest& key, uint64_t step, uint64_t leaves,
+                                    uint64_t count) {
+  std::vector<uint64_t> out;
+  if (count >= leaves) {
+    for (uint64_t i = 0; i < leaves; ++i) out.push_back(i);
+    return out;
+  }
+  const Digest k = Sha256().update(key.data(), 32).update_u64(step).finish();
+  std::set<uint64_t> seen;
+  for (uint64_t j = 0; seen.size() < count; ++j) {
+    const uint64_t leaf = draw_below(k, j, leaves);
+    if (seen.insert(leaf).second) out.push_back(leaf);
+  }
+  return out;
+}
+
 std::string challenge_source_text(const VerifyOptions& o, const LogReport& lr) {
   switch (o.source) {
     case ChallengeSource::VerifierRandom:
@@ -332,6 +350,15 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     return file;
   };
 
+  // The availability draws' randomness: the challenges' source, under its own label. Drawn here,
+  // by every rank (a fresh draw is broadcast), before any stage can fail on one rank alone.
+  const Digest availability_key =
+      o.source == ChallengeSource::FiatShamir && !lr.signed_heads
+          ? Digest{}  // the structure stage rejects a log without a signed head first
+          : Sha256()
+                .update("wit-availability-v1")
+                .update(challenge_key(o, lr, comm).data(), 32)
+                .finish();
   std::optional<data::Dataset> dataset;
   stage("structure", [&] {
     if (!lr.ok()) mismatch(lr.problems.front().text());
@@ -346,22 +373,41 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
       mismatch(fmt::format("dataset {} lays its documents out differently from the run's",
                            data_dir.string()));
     dataset->verify_shard_hashes();
-    // Every checkpoint, read whole: a corrupt one cannot hide in a stretch no challenge loads.
-    // The ranks share the hashing.
+    // Every checkpoint present at its committed size with a leaf table that hashes to its
+    // committed state hash, and a few of its leaves (drawn after the run was received) hashed:
+    // checkpoints are what later challenges start from, so a run must keep them all; reading
+    // each whole would cost as much as the run's state times its checkpoints, whatever is
+    // challenged. Checkpoints a replay loads are hashed whole when loaded. The ranks share this.
     size_t i = 0;
+    uint64_t bytes = 0;
+    const uint64_t L = checkpoint_leaf_count(int64_t(log.meta.num_params));
+    const uint64_t per = std::min(L, uint64_t(std::max<int64_t>(o.checkpoint_leaves, 0)));
     for (auto& [step, hash] : states) {
       const fs::path file = checkpoint_file(step);
       if (i++ % size_t(comm.size()) != size_t(comm.rank())) continue;
       try {
-        verify_checkpoint(file);
+        if (o.whole_checkpoints) {
+          verify_checkpoint(file);
+          bytes += fs::file_size(file);
+          continue;
+        }
+        bytes += verify_checkpoint_leaves(file, sample_leaves(availability_key, step, L, per));
       } catch (const Error& e) {
         mismatch(e.what());
       }
     }
+    out.cost.checkpoint_bytes_checked = bytes;
+    out.availability = {int64_t(states.size()), int64_t(per), int64_t(L), o.whole_checkpoints};
+    const std::string how =
+        o.whole_checkpoints
+            ? std::string("read and hashed whole")
+            : fmt::format("present, their leaf tables matching the committed state hashes, {} "
+                          "leaves of each hashed",
+                          per);
     return fmt::format(
-        "{} steps chained, {} signatures valid (key {}), {} checkpoints present and whole, "
-        "dataset {} and its {} shards match",
-        lr.valid_steps, lr.signatures_valid, key_id(log.meta.public_key), states.size(),
+        "{} steps chained, {} signatures valid (key {}), {} checkpoints {}, dataset {} and its {} "
+        "shards match",
+        lr.valid_steps, lr.signatures_valid, key_id(log.meta.public_key), states.size(), how,
         to_hex(log.meta.manifest_root).substr(0, 16), dataset->manifest().shards.size());
   });
 
@@ -513,7 +559,9 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         }
         agree_with_root(comm, problem);
       } else {
-        const Digest h = layout->state_hash(log.genesis);  // collective; rank 0 has it
+        // In the formula of the committed file's version (runs from older builds hold version 2).
+        const uint32_t version = read_checkpoint_info(checkpoint_file(step)).version;
+        const Digest h = layout->state_hash(log.genesis, version);  // collective; rank 0 has it
         agree_with_root(
             comm,
             root && h != states.at(step)
@@ -719,6 +767,32 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
       {"guarantee", {{"challenges", c}, {"statement", statement}, {"bounds", bounds}}},
       {"verified_at", utc_now()},
   };
+  {
+    // What the certificate may say of the checkpoints nobody loaded: what the structure stage
+    // showed, and no more.
+    const Availability& a = out.availability;
+    json checkpoints = {
+        {"committed", a.checkpoints},
+        {"leaf_bytes", kCheckpointLeafBytes},
+        {"leaves_sampled_each", a.whole ? json(nullptr) : json(a.leaves_per_checkpoint)},
+        {"whole", a.whole}};
+    checkpoints["statement"] =
+        a.whole || a.leaves_per_checkpoint == a.leaves_of_checkpoint
+            ? fmt::format("each of the {} committed checkpoints was read whole and matches its "
+                          "committed state hash",
+                          a.checkpoints)
+            : fmt::format(
+                  "each of the {} committed checkpoints is present at its committed size "
+                      "with a leaf table that hashes to its committed state hash, and {} of its "
+                      "{}-byte leaves, drawn from the challenge source, match that table: a "
+                      "checkpoint of which a fraction g of the leaves is missing or altered "
+                      "passes with probability at most (1 - g)^{}{}; the checkpoints a replay "
+                      "loaded were read whole",
+                      a.checkpoints, a.leaves_per_checkpoint, kCheckpointLeafBytes,
+                      a.leaves_per_checkpoint,
+                      fiat_shamir ? " against a trainer who did not retry" : "");
+    out.certificate["checkpoints"] = checkpoints;
+  }
   out.certificate.update(run_identity(log, head, states.at(lr.valid_steps)));
   if (o.tolerance)
     out.certificate["tolerance"] = {{"relative", *o.tolerance},

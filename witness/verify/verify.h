@@ -54,6 +54,11 @@ struct VerifyOptions {
   // the model and evaluation stages. No certificate is made then: the board makes its own.
   std::optional<std::vector<uint64_t>> segments;
   bool final_checks = true;
+  // Checkpoints no replay loads: each has its leaf table checked against the committed state
+  // hash and this many of its 64 KiB leaves hashed (drawn from the challenge source), or, with
+  // whole_checkpoints, every byte read and hashed. Loaded checkpoints are always hashed whole.
+  int64_t checkpoint_leaves = 16;
+  bool whole_checkpoints = false;
 };
 
 // Where the verdict can land. Only exact replay of a reproducible run certifies.
@@ -81,6 +86,15 @@ struct VerifyCost {
   double load_seconds = 0;
   double audit_seconds = 0;  // the data stage
   double total_seconds = 0;
+  uint64_t checkpoint_bytes_checked = 0;  // read by the structure stage's availability checks
+};
+
+// What the structure stage showed of the checkpoints that no replay loads.
+struct Availability {
+  int64_t checkpoints = 0;        // committed checkpoints, each present at its committed size
+  int64_t leaves_per_checkpoint = 0;  // sampled leaves (all of them for small checkpoints)
+  int64_t leaves_of_checkpoint = 0;   // in each checkpoint's table
+  bool whole = false;             // every byte of every checkpoint read and hashed
 };
 
 // Largest distances observed in tolerance mode (relative, except probe log-probabilities,
@@ -103,6 +117,7 @@ struct VerifyReport {
   Digest model_sha256{};         // of the published model.safetensors
   int world = 1;                 // processes that replayed
   VerifyCost cost;
+  Availability availability;
   Distances distances;
   nlohmann::json certificate;  // unsigned; see sign_certificate (empty unless certified or
                                // consistent within tolerance)

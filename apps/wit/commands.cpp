@@ -302,6 +302,11 @@ void add_query(CLI::App& app) {
   sub->add_option("--verifier-key", o->verifier_key,
                   "With --certificate: the verifier's public key that must have signed it")
       ->type_name("KEY");
+  sub->add_option("--accept", o->accept,
+                  "With --certificate: also accept a certificate weaker than a certification "
+                  "from fresh randomness (else exit 4): tolerance, seed or fiat-shamir "
+                  "(repeatable)")
+      ->type_name("KIND");
   actions()[sub] = [o] { return query(*o); };
 }
 
@@ -387,6 +392,13 @@ void add_verify(CLI::App& app) {
                   "With --check-certificate: the verifier's public key (hex or PEM file) that "
                   "must have signed it")
       ->type_name("KEY");
+  sub->add_option("--accept", o->accept,
+                  "With --check-certificate: also accept a certificate weaker than a "
+                  "certification from fresh randomness (else it exits 4 after saying why): "
+                  "tolerance (closeness, not exact replay), seed (challenges from a seed the "
+                  "trainer might know), fiat-shamir (challenges the trainer could grind); "
+                  "repeatable")
+      ->type_name("KIND");
   actions()[sub] = [o] { return verify(*o); };
 }
 

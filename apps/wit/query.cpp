@@ -1,8 +1,10 @@
 #include "apps/wit/query.h"
+#include "apps/wit/verify.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -20,7 +22,9 @@ using nlohmann::json;
 namespace {
 
 // What the checker trusts: a root and genesis it was given, or those a verifier certified.
-witness::TrustedRun trusted_run(const QueryOptions& o) {
+// `strength`: what a certificate it was given says, and how strongly.
+witness::TrustedRun trusted_run(const QueryOptions& o,
+                                std::optional<witness::CertificateStrength>& strength) {
   witness::TrustedRun t;
   if (!o.certificate.empty()) {
     if (!o.root.empty() || !o.genesis.empty())
@@ -33,6 +37,7 @@ witness::TrustedRun trusted_run(const QueryOptions& o) {
     const std::string problem =
         witness::check_certificate(c, witness::load_public_key(o.verifier_key));
     if (!problem.empty()) fail("certificate {}: {}", o.certificate.string(), problem);
+    strength = witness::certificate_strength(c);
     t.manifest_root = digest_from_hex(c.at("manifest_root").get<std::string>(), "manifest_root");
     t.genesis = digest_from_hex(c.at("genesis").get<std::string>(), "genesis");
     t.signed_head =
@@ -49,7 +54,15 @@ witness::TrustedRun trusted_run(const QueryOptions& o) {
 }
 
 int check_proof_file(const QueryOptions& o) {
-  const witness::TrustedRun trusted = trusted_run(o);
+  std::optional<witness::CertificateStrength> strength;
+  const witness::TrustedRun trusted = trusted_run(o, strength);
+  if (strength) {
+    // The proofs are only as good as the certificate that names the run.
+    fmt::print("certificate: {}\n", strength->summary);
+    if (int weak = weaker_certificate_status(*strength, o.accept, o.certificate)) return weak;
+  } else if (!o.accept.empty()) {
+    fail("--accept applies to --certificate");
+  }
   const std::string text = read_text_file(o.check_proof);
   const json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded()) fail("{} is not JSON: not a query proof", o.check_proof.string());

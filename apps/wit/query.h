@@ -22,6 +22,7 @@ struct QueryOptions {
   std::string root, genesis;          // ... this manifest root and run genesis, or
   std::filesystem::path certificate;  // ... the run a certificate names,
   std::string verifier_key;           //     signed by this verifier
+  std::vector<std::string> accept;    //     weaker certificates accepted (tolerance, seed, ...)
 };
 
 int query(const QueryOptions& o);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,25 @@ uint64_t parse_seed(const std::string& text) {
   return v;
 }
 
+}  // namespace
+
+int weaker_certificate_status(const witness::CertificateStrength& strength,
+                              const std::vector<std::string>& accept, const fs::path& file) {
+  for (const std::string& a : accept)
+    if (!witness::is_certificate_weakness(a))
+      fail("--accept {}: expected tolerance, seed or fiat-shamir", a);
+  if (strength.weakness.empty() ||
+      std::find(accept.begin(), accept.end(), strength.weakness) != accept.end())
+    return 0;
+  fmt::print(stderr,
+             "wit: certificate {} is weaker than a certification from fresh randomness: {}. "
+             "Accept it as such with --accept {}\n",
+             file.string(), strength.why, strength.weakness);
+  return kExitWithinTolerance;
+}
+
+namespace {
+
 int check_certificate_file(const VerifyCliOptions& o) {
   if (o.verifier_key.empty())
     fail(
@@ -42,12 +62,14 @@ int check_certificate_file(const VerifyCliOptions& o) {
     fmt::print("INVALID certificate {}: {}\n", o.check_certificate.string(), problem);
     return 1;
   }
+  const witness::CertificateStrength strength = witness::certificate_strength(c);
   fmt::print("valid certificate: run {} {} by verifier key {} ({} of {} segments replayed){}\n",
              c.value("run", "?"), c.value("result", "?"), witness::key_id(verifier),
              c["challenged_segments"].size(), c.value("segments", 0),
              o.run.empty() ? "; not checked against a run (give RUN to check its files)"
                            : fmt::format("; it describes {} as it is now", o.run.string()));
-  return 0;
+  fmt::print("strength: {}\n", strength.summary);
+  return weaker_certificate_status(strength, o.accept, o.check_certificate);
 }
 
 // The verification itself, on every rank of the job.

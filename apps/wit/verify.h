@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "witness/verify/certificate.h"
 
 namespace wit::cli {
 
@@ -20,6 +23,7 @@ struct VerifyCliOptions {
   std::filesystem::path key;  // the verifier's signing key (default: the machine's key)
   std::filesystem::path check_certificate;
   std::string verifier_key;  // with --check-certificate: the key that must have signed it
+  std::vector<std::string> accept;  // weaker certificates accepted: tolerance, seed, fiat-shamir
   int64_t segment = 0;       // 0: train.checkpoint_every
   double tolerance = -1;     // < 0: exact replay (the default, the only mode that certifies)
   std::string mode = "ddp";  // the verifier's layout when launched with mpirun
@@ -28,9 +32,16 @@ struct VerifyCliOptions {
 };
 
 // Exit codes: 0 certified, 1 rejected (or an error, or an invalid certificate), 3 not
-// reproducible, 4 consistent within tolerance (not a certification).
+// reproducible, 4 consistent within tolerance (not a certification) — and, for a valid
+// certificate that is weaker than a certification from fresh randomness, 4 unless accepted.
 constexpr int kExitNotReproducible = 3;
 constexpr int kExitWithinTolerance = 4;
+
+// After a valid certificate's strength: 0 at full strength or when its weakness is one the
+// reader accepts (--accept); else says why it is weaker, on stderr, and returns 4.
+int weaker_certificate_status(const witness::CertificateStrength& strength,
+                              const std::vector<std::string>& accept,
+                              const std::filesystem::path& file);
 
 int verify(const VerifyCliOptions& o);
 

@@ -89,6 +89,42 @@ cp "$work/n1/certificate.json" "$work/other/certificate.json"
 grep -q "INVALID certificate.*field genesis is not the run's" "$work/cert.out" || { cat "$work/cert.out"; fail "copied certificate: message"; }
 "$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/n1" >/dev/null || fail "the honest certificate does not check"
 echo "certificates: another key, no key, copied beside another run: refused; the honest one checks"
+# Every reader states a certificate's strength, and exits 4 for one weaker than a certification
+# from fresh randomness unless told to accept that kind by name.
+"$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" >"$work/cert.out" 2>&1 || fail "the honest certificate"
+grep -q "^strength: certified, challenges from verifier-random" "$work/cert.out" || { cat "$work/cert.out"; fail "strength line"; }
+printf 'In the beginning\n' >"$work/doc.txt"
+"$wit" query "$work/n1" --doc "$work/doc.txt" --proof "$work/doc.proof" >/dev/null || fail "query for a proof"
+"$wit" query --check-proof "$work/doc.proof" --certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" >"$work/q.out" 2>&1 || { cat "$work/q.out"; fail "a proof with the honest certificate"; }
+grep -q "^certificate: certified, challenges from verifier-random" "$work/q.out" || { cat "$work/q.out"; fail "query: strength line"; }
+for kind in seed fiat-shamir tolerance; do
+  rm -rf "$work/weak" && cp -r "$work/n1" "$work/weak" && rm -f "$work/weak/certificate."*
+  case $kind in
+    seed) verify_k "$work/weak" -c 1 --seed 7 >/dev/null 2>&1 ;;
+    fiat-shamir) verify_k "$work/weak" -c 1 --fiat-shamir >/dev/null 2>&1 ;;
+    tolerance) verify_k "$work/weak" -c 1 --tolerance 1e-3 >/dev/null 2>&1 ;;
+  esac
+  [ -f "$work/weak/certificate.json" ] || fail "$kind: no certificate written"
+  check=(--check-certificate "$work/weak/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/weak")
+  "$wit" verify "${check[@]}" >"$work/cert.out" 2>&1
+  rc=$?
+  [ $rc -eq 4 ] || { cat "$work/cert.out"; fail "a $kind certificate checked with exit $rc, expected 4"; }
+  grep -q "weaker than a certification from fresh randomness.*--accept $kind" "$work/cert.out" || { cat "$work/cert.out"; fail "$kind: message"; }
+  grep -q "^strength: " "$work/cert.out" || fail "$kind: no strength line"
+  other=seed; [ $kind = seed ] && other=tolerance
+  "$wit" verify "${check[@]}" --accept $other >/dev/null 2>&1
+  [ $? -eq 4 ] || fail "a $kind certificate accepted by --accept $other"
+  "$wit" verify "${check[@]}" --accept $kind >/dev/null 2>&1 || fail "a $kind certificate refused with --accept $kind"
+  q=(--check-proof "$work/doc.proof" --certificate "$work/weak/certificate.json" --verifier-key "$work/verifier.pem.pub")
+  "$wit" query "${q[@]}" >"$work/q.out" 2>&1
+  rc=$?
+  [ $rc -eq 4 ] || { cat "$work/q.out"; fail "query accepted a $kind certificate (exit $rc)"; }
+  grep -q "^valid" "$work/q.out" && fail "query called a proof valid on a $kind certificate not accepted"
+  "$wit" query "${q[@]}" --accept $kind >/dev/null 2>&1 || fail "query refused a $kind certificate with --accept $kind"
+done
+"$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" --accept sead >"$work/cert.out" 2>&1 && fail "--accept sead"
+grep -q "expected tolerance, seed or fiat-shamir" "$work/cert.out" || { cat "$work/cert.out"; fail "--accept: message"; }
+echo "certificate strength: seed, Fiat-Shamir and tolerance certificates exit 4 in verify and query unless accepted by name"
 
 # 7. A corrupt checkpoint in a stretch no challenge would load (checked by its leaf table and
 # sampled leaves, or whole), and damaged logs.

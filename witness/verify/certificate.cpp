@@ -2,6 +2,7 @@
 #include "witness/verify/certificate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -69,6 +70,51 @@ std::string check_certificate(const json& c, const PublicKey& verifier) {
     return "";
   } catch (const std::exception& e) {
     return std::string("malformed certificate: ") + e.what();
+  }
+}
+
+bool is_certificate_weakness(const std::string& name) {
+  return name == "tolerance" || name == "seed" || name == "fiat-shamir";
+}
+
+CertificateStrength certificate_strength(const json& c) {
+  try {
+    const std::string result = c.at("result").get<std::string>();
+    const json& source = c.at("challenge_source");
+    const std::string kind = source.at("kind").get<std::string>();
+    CertificateStrength s;
+    if (result != "certified") {
+      s.weakness = "tolerance";
+      s.why = fmt::format("it says '{}': closeness on other hardware, not exact replay, and a "
+                          "forger who changes results by less than the tolerance passes",
+                          result);
+    } else if (kind == "fiat-shamir") {
+      s.weakness = "fiat-shamir";
+      s.why = "its challenges follow from the signed head, which the trainer can vary and "
+              "re-sign until they miss a forged segment";
+    } else if (kind == "verifier-seed") {
+      s.weakness = "seed";
+      s.why = "its challenges come from a seed, and its bound holds only if the trainer could "
+              "not know that seed";
+    } else if (kind != "verifier-random" && kind != "board") {
+      fail("unknown challenge source '{}'", kind);
+    }
+    std::vector<std::string> bounds;
+    for (const json& b : c.at("guarantee").at("bounds")) {
+      const double f = b.at("f").get<double>();
+      if (f != 0.01 && f != 0.1) continue;
+      bounds.push_back(fmt::format("f = {:g} %: rejected with probability >= {:.4g}", 100 * f,
+                                   b.at("rejected_with_probability_at_least").get<double>()));
+    }
+    s.summary = fmt::format("{}, challenges from {} ({}); {}", result, kind,
+                            source.value("detail", std::string("?")),
+                            bounds.empty() ? std::string("no bound stated")
+                                           : fmt::format("{}", fmt::join(bounds, "; ")));
+    return s;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("certificate: {}", e.what());
   }
 }
 

@@ -23,6 +23,22 @@ nlohmann::json run_identity(const WitnessLog& log, const Heads& signed_head,
 // Checks that `verifier` signed every field; returns "" when valid, else what is wrong. A
 // certificate signed by any other key proves nothing to whoever trusts `verifier`.
 std::string check_certificate(const nlohmann::json& certificate, const PublicKey& verifier);
+// What a valid certificate says, and how strongly. A certification from fresh randomness (the
+// verifier's own random source, or the board's, drawn after the run was committed) is the full
+// strength; the others are named so that no reader takes them for it:
+//   "tolerance"    a closeness result (consistent within tolerance), not exact replay;
+//   "seed"         challenges from a seed: the bound holds only if the trainer could not know it;
+//   "fiat-shamir"  challenges the trainer could compute and grind (its bound may be 0).
+struct CertificateStrength {
+  std::string weakness;  // "" at full strength, else one of the names above
+  std::string why;       // what the weakness means, for people
+  std::string summary;   // the result, the challenge source and the bound at f = 1 % and 10 %
+};
+// For a certificate check_certificate accepted; throws wit::Error on missing fields.
+CertificateStrength certificate_strength(const nlohmann::json& certificate);
+// The weaker kinds a reader may accept by name (--accept).
+bool is_certificate_weakness(const std::string& name);
+
 // Checks that a certificate describes the run in `run` as it is now: its genesis, signed head,
 // dataset, trainer key, final state and published model. "" when it does.
 std::string check_certificate_against_run(const nlohmann::json& certificate,

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -46,6 +47,18 @@ Digest save_checkpoint(const std::filesystem::path& file, const CheckpointInfo& 
   return w.finish();
 }
 
+BackgroundCheckpoint::BackgroundCheckpoint(std::filesystem::path file, CheckpointInfo info,
+                                           const HostState& state)
+    : done_(std::async(std::launch::async, [file = std::move(file), info, state] {
+        return save_checkpoint(file, info, state.params, state.m, state.v);
+      })) {}
+
+bool BackgroundCheckpoint::finished() const {
+  return done_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+Digest BackgroundCheckpoint::wait() { return done_.get(); }
+
 Checkpoint load_checkpoint(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot open checkpoint {}", file.string());
@@ -77,30 +90,39 @@ Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
   }
   const std::vector<Digest> table = read_leaf_table(in, l, file);
   const int64_t n = l.info.num_params;
-  // The leaves covering params: the last one may run into m, and is read to its end.
+  // The leaves covering params, read straight into the tensor; the last one may run into m,
+  // and its rest is read beside it.
   const uint64_t bytes = uint64_t(n) * 4;
   const uint64_t leaves = (bytes + kCheckpointLeafBytes - 1) / kCheckpointLeafBytes;
   const uint64_t span = std::min(leaves * kCheckpointLeafBytes, 3 * bytes);
-  std::vector<char> buf(static_cast<size_t>(span));
+  Checkpoint c;
+  c.info = l.info;
+  c.params = torch::empty({n}, torch::kFloat32);
+  char* params = reinterpret_cast<char*>(c.params.data_ptr<float>());
+  std::vector<char> tail(static_cast<size_t>(std::min(kCheckpointLeafBytes, span)));
   in.seekg(std::streamoff(l.payload));
-  in.read(buf.data(), std::streamsize(span));
+  in.read(params, std::streamsize(bytes));
+  in.read(tail.data(), std::streamsize(span - bytes));
   if (!in) fail("{}: truncated checkpoint payload", file.string());
   std::vector<uint8_t> matches(static_cast<size_t>(leaves));
   at::parallel_for(0, int64_t(leaves), 1, [&](int64_t begin, int64_t end) {
+    std::vector<char> last;
     for (int64_t i = begin; i < end; ++i) {
       const uint64_t from = uint64_t(i) * kCheckpointLeafBytes;
       const uint64_t len = std::min(kCheckpointLeafBytes, span - from);
-      matches[size_t(i)] = checkpoint_leaf_hash(buf.data() + from, len) == table[size_t(i)];
+      const char* at = params + from;
+      if (from + len > bytes) {  // the leaf that runs into m
+        last.assign(params + from, params + bytes);
+        last.insert(last.end(), tail.begin(), tail.begin() + std::ptrdiff_t(from + len - bytes));
+        at = last.data();
+      }
+      matches[size_t(i)] = checkpoint_leaf_hash(at, len) == table[size_t(i)];
     }
   });
   for (uint64_t i = 0; i < leaves; ++i)
     if (!matches[size_t(i)])
       fail("{}: leaf {} of the weights does not match its leaf table entry (corrupt)",
            file.string(), i);
-  Checkpoint c;
-  c.info = l.info;
-  c.params = torch::empty({n}, torch::kFloat32);
-  std::memcpy(c.params.data_ptr<float>(), buf.data(), size_t(bytes));
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <future>
 
 #include "trainer/checkpoint_file.h"
 
@@ -24,6 +25,26 @@ Digest state_hash(const Digest& genesis, int64_t step, const torch::Tensor& para
 // Whole state in memory: returns the state hash.
 Digest save_checkpoint(const std::filesystem::path& file, const CheckpointInfo& info,
                        const torch::Tensor& params, const torch::Tensor& m, const torch::Tensor& v);
+
+// The whole training state as host copies, taken between steps, for a checkpoint written while
+// training goes on.
+struct HostState {
+  torch::Tensor params, m, v;  // (P,) contiguous fp32 on the host (pinned under a GPU)
+};
+
+// A checkpoint written from a snapshot on a thread of its own (save_checkpoint: temporary file,
+// fsync, rename), while the caller trains on. The snapshot must not change until it finished.
+// Destroyed unfinished, it waits for the write.
+class BackgroundCheckpoint {
+ public:
+  BackgroundCheckpoint(std::filesystem::path file, CheckpointInfo info, const HostState& state);
+  bool finished() const;
+  // Waits for the file to be durable: its state hash, or the write's error rethrown.
+  Digest wait();
+
+ private:
+  std::future<Digest> done_;
+};
 
 // Validates magic, version, sizes and the state hash; errors name the file and the fault.
 Checkpoint load_checkpoint(const std::filesystem::path& file);

@@ -339,6 +339,16 @@ CheckpointInfo parse_checkpoint(const std::string& bytes, const std::string& whe
   return l.info;
 }
 
+void remove_checkpoint_temporaries(const std::filesystem::path& run_dir) {
+  const auto dir = run_dir / "checkpoints";
+  if (!std::filesystem::is_directory(dir)) return;
+  static const std::regex name(R"(step_\d{8,}\.ckpt\.tmp\.\d+)");
+  std::vector<std::filesystem::path> stale;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (std::regex_match(e.path().filename().string(), name)) stale.push_back(e.path());
+  for (const auto& p : stale) std::filesystem::remove(p);
+}
+
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir) {
   const auto dir = run_dir / "checkpoints";
   if (!std::filesystem::is_directory(dir)) return std::nullopt;

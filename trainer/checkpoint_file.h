@@ -117,6 +117,9 @@ uint64_t verify_checkpoint_leaves(const std::filesystem::path& file,
                                   const std::vector<uint64_t>& leaves);
 // The same checks as verify_checkpoint on a checkpoint's bytes in memory (tests and fuzzing).
 CheckpointInfo parse_checkpoint(const std::string& bytes, const std::string& where);
+// Removes the temporaries of checkpoint writes that never finished (a process killed while
+// writing) from run_dir/checkpoints; a finished checkpoint is never one.
+void remove_checkpoint_temporaries(const std::filesystem::path& run_dir);
 // The checkpoint with the highest step in run_dir/checkpoints, if any.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir);
 

@@ -120,6 +120,19 @@ class DdpLayout final : public Layout {
     const auto host = [](const torch::Tensor& t) { return t.to(torch::kCPU); };
     return save_checkpoint(file, info, host(flat_), host(opt_.m), host(opt_.v));
   }
+  bool snapshot(HostState& into) override {
+    if (!comm_.is_root()) return true;
+    const auto copy = [&](torch::Tensor& to, const torch::Tensor& from) {
+      if (!to.defined() || to.numel() != from.numel())
+        to = torch::empty({from.numel()},
+                          torch::TensorOptions(torch::kFloat32).pinned_memory(from.is_cuda()));
+      to.copy_(from);  // synchronous: the next step may change `from`
+    };
+    copy(into.params, flat_);
+    copy(into.m, opt_.m);
+    copy(into.v, opt_.v);
+    return true;
+  }
   Digest state_hash(const Digest& genesis, uint32_t version) override {
     if (!comm_.is_root()) return {};
     const auto host = [](const torch::Tensor& t) { return t.to(torch::kCPU); };
@@ -265,6 +278,7 @@ class FsdpLayout final : public Layout {
     stream_state([&](const float* p, int64_t n) { w->write(p, n); });
     return w ? w->finish() : Digest{};
   }
+  bool snapshot(HostState&) override { return false; }  // a whole copy on rank 0 defeats sharding
   Digest state_hash(const Digest& genesis, uint32_t version) override {
     std::optional<StateHasher> h;
     if (comm_.is_root()) h.emplace(genesis, opt_.step, num_params_, version);

@@ -79,6 +79,11 @@ class Layout {
   virtual void load(const std::filesystem::path& checkpoint) = 0;
   // Collective: the whole state into one file, written by rank 0, which gets the state hash.
   virtual Digest save(const std::filesystem::path& file, const CheckpointInfo& info) = 0;
+  // Collective: copies the whole state into `into` on rank 0's host (reusing its buffers; pinned
+  // memory under a GPU) for a checkpoint written in the background, and returns true; the other
+  // ranks copy nothing. False where the state can only stream through collectives (fsdp): the
+  // caller saves synchronously.
+  virtual bool snapshot(HostState& into) = 0;
   // Collective: the state hash of the current state (as save() would commit it for the run of
   // `genesis`, in checkpoint format `version`), on rank 0.
   virtual Digest state_hash(const Digest& genesis, uint32_t version = kCheckpointVersion) = 0;

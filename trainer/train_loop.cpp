@@ -269,7 +269,10 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   fs::path last_ckpt;
   Digest loaded_state{};
   if (opts.resume) {
-    if (is_root) check_resumable(dir / witness::kLogFileName, run.cfg, public_key, compute);
+    if (is_root) {
+      check_resumable(dir / witness::kLogFileName, run.cfg, public_key, compute);
+      remove_checkpoint_temporaries(dir);  // a write the interruption cut short
+    }
     if (auto ck = latest_checkpoint(dir)) {
       const CheckpointInfo info = read_checkpoint_info(*ck);
       loaded_state = info.state_hash;
@@ -361,18 +364,62 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, log_file, is_root};
   int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
 
-  auto checkpoint = [&] {  // collective
-    const auto start = Clock::now();
-    summary.checkpoint = checkpoint_path(dir, steps_done());
-    const Digest state = layout->save(summary.checkpoint,
-                                      CheckpointInfo{steps_done(), layout->num_params(), genesis, {}});
-    saved_step = steps_done();
+  // Checkpoints: the state is copied between steps (the loop's only stall) and written on a
+  // thread of its own while training goes on; the log records it once it is durable, anchored to
+  // its own step. One is in flight at a time. Fsdp, and --sync-checkpoints, write in the loop.
+  struct Pending {
+    int64_t step;
+    Digest anchor;  // the record hash of its step
+    std::unique_ptr<BackgroundCheckpoint> write;
+    double stall_s;
+    Clock::time_point start;
+  };
+  std::optional<Pending> pending;  // rank 0
+  HostState snapshot;              // rank 0: reused by every background checkpoint
+  // Its buffers are allocated and faulted in now (a copy of the initial state), not in the
+  // first checkpoint's stall.
+  if (!opts.sync_checkpoints) layout->snapshot(snapshot);
+  auto log_checkpoint = [&](int64_t step, const Digest& state, const Digest& anchor, double stall_s,
+                            double write_s) {
     record([&](witness::LogWriter& w) {
-      w.append_checkpoint({uint64_t(steps_done()), state});
+      w.append_checkpoint({uint64_t(step), state}, anchor);
       w.sign();
     });
-    metrics.write({{"step", steps_done()},
-                   {"checkpoint_s", std::chrono::duration<double>(Clock::now() - start).count()}});
+    metrics.write({{"step", step}, {"checkpoint_s", stall_s}, {"checkpoint_write_s", write_s}});
+  };
+  // Logs the checkpoint in flight once it is durable (or waits for it).
+  auto settle = [&](bool wait) {
+    if (!pending || (!wait && !pending->write->finished())) return;
+    Digest state;
+    try {
+      state = pending->write->wait();
+    } catch (const std::exception& e) {
+      fail(
+          "cannot write checkpoint {}: {}; the run stops here, and `wit train --resume {}` "
+          "continues it from the last checkpoint once the cause is fixed",
+          checkpoint_path(dir, pending->step).string(), e.what(), dir.string());
+    }
+    log_checkpoint(pending->step, state, pending->anchor, pending->stall_s,
+                   std::chrono::duration<double>(Clock::now() - pending->start).count());
+    pending.reset();
+  };
+  auto checkpoint = [&] {  // collective
+    const auto start = Clock::now();
+    settle(true);  // the previous write, if still going, is part of this stall
+    summary.checkpoint = checkpoint_path(dir, steps_done());
+    const CheckpointInfo info{steps_done(), layout->num_params(), genesis, {}};
+    saved_step = steps_done();
+    const Digest anchor = log ? log->heads().step_head : Digest{};
+    if (!opts.sync_checkpoints && layout->snapshot(snapshot)) {
+      if (!is_root) return;
+      auto write = std::make_unique<BackgroundCheckpoint>(summary.checkpoint, info, snapshot);
+      pending = Pending{steps_done(), anchor, std::move(write),
+                        std::chrono::duration<double>(Clock::now() - start).count(), start};
+      return;
+    }
+    const Digest state = layout->save(summary.checkpoint, info);
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (is_root) log_checkpoint(steps_done(), state, anchor, secs, secs);
   };
   auto fingerprint = [&] {  // collective
     const witness::FingerprintFields f = layout->fingerprint(plan.probe_batch());
@@ -432,6 +479,7 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     record([&](witness::LogWriter& w) {
       w.append_step(step_fields(rec), {unix_now(), step_secs});
     });
+    settle(false);
     if (!std::isfinite(rec.loss))
       fail("loss became {} at step {}: lower optim.lr or check the data", rec.loss, rec.step);
     summary.last_loss = rec.loss;
@@ -480,12 +528,14 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   } else if (steps_done() == total) {
     eval();
     if (sampling) print_sample();
+    settle(true);
     record([&](witness::LogWriter& w) { w.sign(); });
     summary.model_file = model_file;
     layout->export_model(model_file, {{"format", "pt"},
                                       {"wit.step", std::to_string(steps_done())},
                                       {"wit.manifest_root", to_hex(root)}});
   }
+  settle(true);  // a run stopped early (--until): its last checkpoint logged before it returns
   return summary;
 }
 

@@ -18,6 +18,9 @@ struct TrainOptions {
   bool resume = false;
   int64_t until = -1;  // stop after this many steps, checkpointed, as if interrupted
   bool quiet = false;  // no progress lines
+  // Write each checkpoint before the next step, instead of from a snapshot in the background
+  // (which holds a second copy of the state on rank 0's host while it writes).
+  bool sync_checkpoints = false;
   // Private key that signs the witness log; empty: witness::default_key_path(), created on
   // first use.
   std::filesystem::path key;

@@ -165,6 +165,11 @@ void add_train(CLI::App& app) {
   sub->add_option("--key", o->key,
                   "Private key that signs the run's witness log (default: $WIT_SIGNING_KEY, else "
                   "~/.config/wit/signing-key.pem, created on first use; see `wit keygen`)");
+  sub->add_flag("--sync-checkpoints", o->sync_checkpoints,
+                "Write each checkpoint before the next step. By default the state is copied "
+                "between steps (a second copy on rank 0's host while it writes) and written in "
+                "the background; the log records it once it is on disk (fsdp always writes in "
+                "the loop)");
   sub->add_flag("--quiet,-q", o->quiet, "No progress lines");
   sub->footer("Config keys (YAML sections; all have defaults):\n" + run_schema().describe());
   actions()[sub] = [o, sub] {

@@ -15,6 +15,7 @@
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/train_loop.h"
+#include "witness/log/reader.h"
 
 namespace wit {
 namespace {
@@ -131,6 +132,37 @@ TEST(Train, ResumeIsBitwiseIdenticalToNeverStopping) {
   ASSERT_EQ(la.size(), 20u);
   ASSERT_EQ(lb.size(), 20u);
   for (size_t i = 0; i < la.size(); ++i) EXPECT_EQ(la[i], lb[i]) << "step " << i + 1;
+}
+
+// A checkpoint written in the background, from a snapshot taken between steps, is the file the
+// loop would have written, and the log records it with the same chained row: only when the
+// signatures fall differs.
+TEST(Train, BackgroundCheckpointsAreTheFilesAndRowsOfSynchronousOnes) {
+  TempDir sync("wit-test-sync-ckpt"), background("wit-test-bg-ckpt");
+  auto o = options(sync.path, small_run(12));
+  o.overrides.push_back("train.checkpoint_every=2");
+  o.sync_checkpoints = true;
+  train(o);
+  o.run_dir = background.path;
+  o.sync_checkpoints = false;
+  train(o);
+  for (int64_t step = 2; step <= 12; step += 2)
+    EXPECT_EQ(read_text_file(checkpoint_path(sync.path, step)),
+              read_text_file(checkpoint_path(background.path, step)))
+        << "checkpoint after step " << step;
+  const witness::WitnessLog a = witness::read_log(sync.path / "witness.h5");
+  const witness::WitnessLog b = witness::read_log(background.path / "witness.h5");
+  const witness::LogReport ra = witness::check_log(a), rb = witness::check_log(b);
+  EXPECT_TRUE(ra.problems.empty());
+  ASSERT_TRUE(rb.problems.empty()) << rb.problems.front().message;
+  ASSERT_EQ(a.tables.checkpoints.size(), 6u);
+  ASSERT_EQ(b.tables.checkpoints.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.tables.checkpoints[i].hash, b.tables.checkpoints[i].hash);
+  ASSERT_TRUE(ra.signed_heads && rb.signed_heads);
+  EXPECT_EQ(witness::head_hash(*ra.signed_heads), witness::head_hash(*rb.signed_heads));
+  // The stall is recorded apart from the write.
+  const std::string metrics = read_text_file(background.path / "metrics.jsonl");
+  EXPECT_NE(metrics.find("\"checkpoint_write_s\""), std::string::npos);
 }
 
 // The protocol's data side is pinned: which tokens step t sees and which seeds it uses. These

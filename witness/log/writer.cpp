@@ -195,12 +195,13 @@ void LogWriter::append_step(const StepFields& f, const StepTiming& timing) {
   ++heads_.steps;
 }
 
-// A side-table row: anchored to the last step record, chained to the table's previous row.
+// A side-table row: anchored to a step record (the last one, but for a late checkpoint),
+// chained to the table's previous row.
 template <typename Row, typename Fields, typename HashFn, typename AppendFn>
 void LogWriter::append_side(const Fields& f, Digest& head, uint64_t& rows, HashFn hash_fn,
-                            AppendFn append) {
+                            AppendFn append, const Digest& anchor) {
   check_space();
-  Row r{f, heads_.step_head, head, {}};
+  Row r{f, anchor, head, {}};
   r.hash = hash_fn(r.prev, r.anchor, f);
   append(columns_, std::vector<Row>{r});
   file_.flush();
@@ -209,16 +210,20 @@ void LogWriter::append_side(const Fields& f, Digest& head, uint64_t& rows, HashF
 }
 
 void LogWriter::append_fingerprint(const FingerprintFields& f) {
-  append_side<FingerprintRow>(f, heads_.fingerprint_head, heads_.fingerprints, fingerprint_hash, io::append_fingerprints);
+  append_side<FingerprintRow>(f, heads_.fingerprint_head, heads_.fingerprints, fingerprint_hash,
+                              io::append_fingerprints, heads_.step_head);
 }
 
-void LogWriter::append_checkpoint(const CheckpointFields& f) {
+void LogWriter::append_checkpoint(const CheckpointFields& f) { append_checkpoint(f, heads_.step_head); }
+
+void LogWriter::append_checkpoint(const CheckpointFields& f, const Digest& anchor) {
   append_side<CheckpointRow>(f, heads_.checkpoint_head, heads_.checkpoints, checkpoint_hash,
-                             io::append_checkpoints);
+                             io::append_checkpoints, anchor);
 }
 
 void LogWriter::append_eval(const EvalFields& f) {
-  append_side<EvalRow>(f, heads_.eval_head, heads_.evals, eval_hash, io::append_evals);
+  append_side<EvalRow>(f, heads_.eval_head, heads_.evals, eval_hash, io::append_evals,
+                       heads_.step_head);
 }
 
 void LogWriter::sign() {

@@ -51,6 +51,10 @@ class LogWriter {
   void append_step(const StepFields& fields, const StepTiming& timing);
   void append_fingerprint(const FingerprintFields& fields);
   void append_checkpoint(const CheckpointFields& fields);
+  // A checkpoint that became durable after later steps were appended (written in the
+  // background): anchored to its own step's record hash, heads().step_head when the state was
+  // taken.
+  void append_checkpoint(const CheckpointFields& fields, const Digest& anchor);
   void append_eval(const EvalFields& fields);
   // Signs the current heads (skipped when the last signature already covers them).
   void sign();
@@ -64,7 +68,8 @@ class LogWriter {
   // Fails, writing nothing, when less than kFreeSpaceReserve is free.
   void check_space() const;
   template <typename Row, typename Fields, typename HashFn, typename AppendFn>
-  void append_side(const Fields& f, Digest& head, uint64_t& rows, HashFn hash_fn, AppendFn append);
+  void append_side(const Fields& f, Digest& head, uint64_t& rows, HashFn hash_fn, AppendFn append,
+                   const Digest& anchor);
   std::filesystem::path path_;
   SigningKey key_;
   h5::File file_;

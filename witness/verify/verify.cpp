@@ -547,7 +547,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         const torch::Tensor mine = layout->full_params();
         std::string problem;
         if (root) {
-          const Checkpoint c = load_checkpoint(checkpoint_file(step));
+          const Checkpoint c = load_checkpoint_weights(checkpoint_file(step));
           const double d = (mine - c.params).norm().item<double>() /
                            std::max(c.params.norm().item<double>(), 1e-30);
           seen.weights = std::max(seen.weights, d);

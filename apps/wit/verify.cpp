@@ -79,8 +79,9 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
   v.run = o.run;
   v.data = o.data;
   v.mode = o.mode;
-  if (o.segment < 0) fail("--segment must be a positive number of steps, got {}", o.segment);
-  v.segment = o.segment;
+  if (o.segment && *o.segment <= 0)
+    fail("--segment must be a positive number of steps, got {}", *o.segment);
+  v.segment = o.segment.value_or(0);  // 0: the library's default, train.checkpoint_every
   v.challenges = o.challenges >= 0 ? o.challenges : witness::challenges_for(o.target, o.confidence);
   if (v.challenges < 1) fail("--challenges must be at least 1");
   if (!o.seed.empty()) {

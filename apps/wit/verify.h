@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ struct VerifyCliOptions {
   std::filesystem::path check_certificate;
   std::string verifier_key;  // with --check-certificate: the key that must have signed it
   std::vector<std::string> accept;  // weaker certificates accepted: tolerance, seed, fiat-shamir
-  int64_t segment = 0;       // 0: train.checkpoint_every
+  std::optional<int64_t> segment;  // unset: train.checkpoint_every
   double tolerance = -1;     // < 0: exact replay (the default, the only mode that certifies)
   std::string mode = "ddp";  // the verifier's layout when launched with mpirun
   int64_t checkpoint_leaves = 16;  // leaves hashed of each checkpoint no replay loads

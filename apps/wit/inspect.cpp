@@ -6,6 +6,7 @@
 
 #include "apps/wit/plot.h"
 #include "core/error.h"
+#include "trainer/checkpoint_file.h"
 #include "witness/log/reader.h"
 #include "witness/log/summary.h"
 
@@ -47,6 +48,39 @@ void plot(const witness::WitnessLog& log, const fs::path& png) {
                   series);
 }
 
+// The checkpoint files a run directory holds against the ones its log commits to: each present,
+// of the size its header implies, naming the run, the logged step and the logged state hash.
+// Cheap (headers and ends only); `wit verify` checks the contents.
+std::vector<std::string> checkpoint_file_problems(const witness::WitnessLog& log,
+                                                  const fs::path& run) {
+  std::vector<std::string> out;
+  for (const auto& row : log.tables.checkpoints) {
+    const uint64_t step = row.fields.step;
+    const fs::path file = run / witness::checkpoint_file_name(step);
+    try {
+      if (!fs::exists(file)) {
+        out.push_back(fmt::format("checkpoint after step {}: {} is missing", step, file.string()));
+        continue;
+      }
+      const CheckpointInfo info = read_checkpoint_info(file);
+      if (uint64_t(info.step) != step || info.genesis != log.genesis ||
+          uint64_t(info.num_params) != log.meta.num_params)
+        out.push_back(fmt::format("checkpoint after step {}: {} holds step {} of another run or "
+                                  "model (genesis {})",
+                                  step, file.string(), info.step,
+                                  to_hex(info.genesis).substr(0, 16)));
+      else if (info.state_hash != row.fields.state_hash)
+        out.push_back(fmt::format("checkpoint after step {}: {} has state {}, the log commits "
+                                  "to {}",
+                                  step, file.string(), to_hex(info.state_hash).substr(0, 16),
+                                  to_hex(row.fields.state_hash).substr(0, 16)));
+    } catch (const std::exception& e) {
+      out.push_back(fmt::format("checkpoint after step {}: {}", step, e.what()));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int inspect(const InspectOptions& o) {
@@ -55,15 +89,27 @@ int inspect(const InspectOptions& o) {
   std::optional<witness::PublicKey> trusted;
   if (!o.trusted_key.empty()) trusted = witness::load_public_key(o.trusted_key);
   const witness::LogReport report = witness::check_log(log, trusted);
-  if (o.json)
-    fmt::print("{}\n", witness::log_summary(log, report).dump(2));
-  else
+  // Given a run directory, its checkpoint files too.
+  const bool run_dir = fs::is_directory(o.run);
+  const std::vector<std::string> files =
+      run_dir ? checkpoint_file_problems(log, o.run) : std::vector<std::string>{};
+  if (o.json) {
+    json j = witness::log_summary(log, report);
+    if (run_dir) j["checkpoint_file_problems"] = files;
+    fmt::print("{}\n", j.dump(2));
+  } else {
     fmt::print("{}", witness::summary_text(log, report));
+    if (run_dir && files.empty())
+      fmt::print("  files        {} checkpoint file(s) present, their headers matching the log "
+                 "(contents: `wit verify`)\n",
+                 log.tables.checkpoints.size());
+    for (const std::string& f : files) fmt::print("  PROBLEM      {}\n", f);
+  }
   if (!o.plot.empty()) {
     plot(log, o.plot);
     if (!o.json) fmt::print("  plot         {}\n", o.plot.string());
   }
-  return report.ok() ? 0 : 1;
+  return report.ok() && files.empty() ? 0 : 1;
 }
 
 }  // namespace wit::cli

@@ -158,6 +158,17 @@ fresh && damage "$ck" table
 verify_k "$work/lie" -c 1 --seed 1 --checkpoint-leaves 1 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a checkpoint with a damaged leaf table was certified"; }
 grep -q "REJECTED: structure: .*step_00000006.ckpt: the leaf table does not hash to the checkpoint's state hash" "$work/ck.out" || { cat "$work/ck.out"; fail "damaged leaf table: reason"; }
 echo "one sampled leaf: every leaf damaged, or the leaf table damaged: rejected"
+# wit inspect checks the files a run directory holds against its log (headers only).
+fresh
+"$wit" inspect "$work/lie" >"$work/ins.out" 2>&1 || { cat "$work/ins.out"; fail "inspect of an intact run"; }
+grep -Eq "files        4 checkpoint file\\(s\\) present" "$work/ins.out" || { cat "$work/ins.out"; fail "inspect: files line"; }
+rm "$ck"
+"$wit" inspect "$work/lie" >"$work/ins.out" 2>&1 && { cat "$work/ins.out"; fail "inspect calls a run with a deleted checkpoint fine"; }
+grep -q "PROBLEM      checkpoint after step 6: .*step_00000006.ckpt is missing" "$work/ins.out" || { cat "$work/ins.out"; fail "inspect: missing checkpoint message"; }
+cp "$work/other/checkpoints/step_00000006.ckpt" "$ck"
+"$wit" inspect "$work/lie" --json >"$work/ins.out" 2>&1 && fail "inspect calls a run with another run's checkpoint fine"
+grep -q "of another run or model" "$work/ins.out" || { cat "$work/ins.out"; fail "inspect: another run's checkpoint message"; }
+echo "wit inspect: a deleted checkpoint and another run's checkpoint are problems (exit 1)"
 size=$(stat -c %s "$work/n1/witness.h5")
 crashed=0 hung=0 tried=0
 for ((at = 0; at < size; at += size / 80 + 1)); do

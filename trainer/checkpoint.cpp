@@ -93,13 +93,14 @@ Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
   // The leaves covering params, read straight into the tensor; the last one may run into m,
   // and its rest is read beside it.
   const uint64_t bytes = uint64_t(n) * 4;
-  const uint64_t leaves = (bytes + kCheckpointLeafBytes - 1) / kCheckpointLeafBytes;
-  const uint64_t span = std::min(leaves * kCheckpointLeafBytes, 3 * bytes);
+  const uint64_t leaf_bytes = checkpoint_leaf_bytes(n);
+  const uint64_t leaves = (bytes + leaf_bytes - 1) / leaf_bytes;
+  const uint64_t span = std::min(leaves * leaf_bytes, 3 * bytes);
   Checkpoint c;
   c.info = l.info;
   c.params = torch::empty({n}, torch::kFloat32);
   char* params = reinterpret_cast<char*>(c.params.data_ptr<float>());
-  std::vector<char> tail(static_cast<size_t>(std::min(kCheckpointLeafBytes, span)));
+  std::vector<char> tail(static_cast<size_t>(std::min(leaf_bytes, span)));
   in.seekg(std::streamoff(l.payload));
   in.read(params, std::streamsize(bytes));
   in.read(tail.data(), std::streamsize(span - bytes));
@@ -108,8 +109,8 @@ Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
   at::parallel_for(0, int64_t(leaves), 1, [&](int64_t begin, int64_t end) {
     std::vector<char> last;
     for (int64_t i = begin; i < end; ++i) {
-      const uint64_t from = uint64_t(i) * kCheckpointLeafBytes;
-      const uint64_t len = std::min(kCheckpointLeafBytes, span - from);
+      const uint64_t from = uint64_t(i) * leaf_bytes;
+      const uint64_t len = std::min(leaf_bytes, span - from);
       const char* at = params + from;
       if (from + len > bytes) {  // the leaf that runs into m
         last.assign(params + from, params + bytes);

@@ -68,7 +68,7 @@ Sha256 root_hasher(const Digest& genesis, int64_t step, int64_t n, uint32_t vers
   Sha256 h;
   h.update(version == 3 ? "wit-state-v3" : "wit-state-v2").update(genesis.data(), genesis.size());
   h.update_u64(uint64_t(step)).update_u64(uint64_t(n));
-  if (version == 3) h.update_u64(kCheckpointLeafBytes);
+  if (version == 3) h.update_u64(checkpoint_leaf_bytes(n));
   return h;
 }
 
@@ -104,12 +104,22 @@ Digest checkpoint_leaf_hash(const void* data, size_t n) {
   return Sha256().update(kLeafDomain).update(data, n).finish();
 }
 
+uint64_t checkpoint_leaf_bytes(int64_t num_params) {
+  const uint64_t target = 24 * uint64_t(std::max<int64_t>(num_params, 0));
+  uint64_t leaf = 4096;
+  while (leaf < (1u << 20) && (2 * leaf) * (2 * leaf) <= target) leaf *= 2;
+  return leaf;
+}
+
 uint64_t checkpoint_leaf_count(int64_t num_params) {
-  return (3 * uint64_t(num_params) * 4 + kCheckpointLeafBytes - 1) / kCheckpointLeafBytes;
+  const uint64_t leaf = checkpoint_leaf_bytes(num_params);
+  return (3 * uint64_t(num_params) * 4 + leaf - 1) / leaf;
 }
 
 StateHasher::StateHasher(const Digest& genesis, int64_t step, int64_t n, uint32_t version)
-    : version_(version), root_(root_hasher(genesis, step, n, version)) {
+    : version_(version),
+      leaf_bytes_(checkpoint_leaf_bytes(n)),
+      root_(root_hasher(genesis, step, n, version)) {
   WIT_CHECK(version == 2 || version == 3, "checkpoint version {}", version);
   if (version_ == 3) leaves_.reserve(size_t(checkpoint_leaf_count(n)));
 }
@@ -122,10 +132,10 @@ StateHasher& StateHasher::update(const void* data, size_t bytes) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     if (!leaf_) leaf_.emplace().update(kLeafDomain);
-    const size_t take = size_t(std::min<uint64_t>(bytes, kCheckpointLeafBytes - in_leaf_));
+    const size_t take = size_t(std::min<uint64_t>(bytes, leaf_bytes_ - in_leaf_));
     leaf_->update(p, take);
     p += take, bytes -= take, in_leaf_ += take;
-    if (in_leaf_ == kCheckpointLeafBytes) {
+    if (in_leaf_ == leaf_bytes_) {
       leaves_.push_back(leaf_->finish());
       root_.update(leaves_.back().data(), 32);
       leaf_.reset();
@@ -153,14 +163,15 @@ Digest state_hash_of(const Digest& genesis, int64_t step, int64_t n, const float
   }
   // Leaf i is bytes [i·B, (i+1)·B) of params ‖ m ‖ v; a leaf across two sections is gathered.
   const uint64_t section = uint64_t(n) * 4, total = 3 * section, L = checkpoint_leaf_count(n);
+  const uint64_t leaf_bytes = checkpoint_leaf_bytes(n);
   const char* sections[3] = {reinterpret_cast<const char*>(params),
                              reinterpret_cast<const char*>(m), reinterpret_cast<const char*>(v)};
   std::vector<Digest> leaves(static_cast<size_t>(L));
   auto hash_leaves = [&](uint64_t first, uint64_t end) {
     std::vector<char> gathered;
     for (uint64_t i = first; i < end; ++i) {
-      const uint64_t begin = i * kCheckpointLeafBytes;
-      const uint64_t len = std::min(kCheckpointLeafBytes, total - begin);
+      const uint64_t begin = i * leaf_bytes;
+      const uint64_t len = std::min(leaf_bytes, total - begin);
       const uint64_t s = begin / section, off = begin % section;
       if (off + len <= section) {
         leaves[size_t(i)] = checkpoint_leaf_hash(sections[s] + off, size_t(len));
@@ -310,11 +321,12 @@ uint64_t verify_checkpoint_leaves(const std::filesystem::path& file,
   const std::vector<Digest> table = read_leaf_table(in, l, file);
   uint64_t bytes = kHeaderBytes + kTrailerBytes + 32 * l.leaves;
   const uint64_t total = 3 * uint64_t(l.info.num_params) * 4;
-  std::vector<char> buf(kCheckpointLeafBytes);
+  const uint64_t leaf_bytes = checkpoint_leaf_bytes(l.info.num_params);
+  std::vector<char> buf(leaf_bytes);
   for (uint64_t i : leaves) {
     WIT_CHECK(i < l.leaves, "leaf {} of a checkpoint of {} leaves", i, l.leaves);
-    const uint64_t begin = i * kCheckpointLeafBytes;
-    const uint64_t len = std::min(kCheckpointLeafBytes, total - begin);
+    const uint64_t begin = i * leaf_bytes;
+    const uint64_t len = std::min(leaf_bytes, total - begin);
     read_at(in, l.payload + begin, buf.data(), len, file);
     bytes += len;
     if (checkpoint_leaf_hash(buf.data(), size_t(len)) != table[size_t(i)])

@@ -6,8 +6,8 @@
 // File (version 3): "WITCKPT1" | u32 3 | u32 0 | u64 step | u64 P | genesis (32 bytes) |
 //       params | m | v (P fp32 little-endian each, canonical flat order) |
 //       leaf table (L digests) | state hash (32 bytes) | "WITCKEND"
-// The payload (params, m, v: 12·P bytes) is cut into L leaves of kCheckpointLeafBytes (the last
-// one shorter); leaf i's digest is SHA-256("wit-leaf-v3" ‖ its bytes), and the state hash is
+// The payload (params, m, v: 12·P bytes) is cut into L leaves of checkpoint_leaf_bytes(P) (the
+// last one shorter); leaf i's digest is SHA-256("wit-leaf-v3" ‖ its bytes), and the state hash is
 // SHA-256("wit-state-v3" ‖ genesis ‖ u64 step ‖ u64 P ‖ u64 leaf bytes ‖ leaf 0 ‖ … ‖ leaf L-1).
 // It covers every byte but the constants (magic, version, the zero, the end marker): the file is
 // canonical (one file and one hash whatever the world size or sharding that produced it), and no
@@ -34,7 +34,6 @@
 namespace wit {
 
 constexpr uint32_t kCheckpointVersion = 3;         // what this build writes
-constexpr uint64_t kCheckpointLeafBytes = 1 << 16;  // 64 KiB: 16,384 floats
 
 struct CheckpointInfo {
   int64_t step = 0;  // steps completed
@@ -44,6 +43,10 @@ struct CheckpointInfo {
   uint32_t version = kCheckpointVersion;  // of the file (the state hash's formula follows it)
 };
 
+// A version-3 checkpoint's leaf size: the largest power of two ℓ with ℓ² <= 24·P, within
+// [4 KiB, 1 MiB]. It balances what a sampling reader reads: the table (32·12P/ℓ bytes) against 16
+// sampled leaves (16·ℓ). 8 KiB for the tiny config, 32 KiB at 124M, 128 KiB at 1.5B.
+uint64_t checkpoint_leaf_bytes(int64_t num_params);
 // Leaves of a version-3 checkpoint of P parameters, and one leaf's digest.
 uint64_t checkpoint_leaf_count(int64_t num_params);
 Digest checkpoint_leaf_hash(const void* data, size_t n);
@@ -60,6 +63,7 @@ class StateHasher {
 
  private:
   uint32_t version_;
+  uint64_t leaf_bytes_;
   Sha256 root_;              // version 2: every byte; version 3: the leaf digests
   std::optional<Sha256> leaf_;  // version 3: the open leaf
   uint64_t in_leaf_ = 0;

@@ -380,8 +380,8 @@ void add_verify(CLI::App& app) {
                   "(sharded; for models one process cannot hold)")
       ->check(CLI::IsMember({"ddp", "fsdp"}));
   sub->add_option("--checkpoint-leaves", o->checkpoint_leaves,
-                  "Of each checkpoint, hash this many 64 KiB leaves, drawn like the challenges, "
-                  "against its leaf table, itself checked against the committed state hash "
+                  "Of each checkpoint, hash this many leaves (4 KiB to 1 MiB, by model size), "
+                  "drawn like the challenges, against its leaf table, itself checked against the committed state hash "
                   "(default 16: a checkpoint missing a fraction g of its bytes passes with "
                   "probability <= (1-g)^16); the checkpoints a replay loads are hashed whole")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40))

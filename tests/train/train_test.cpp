@@ -269,6 +269,12 @@ TEST(Checkpoint, TheLeafTableChecksAnyPartAlone) {
   const uint64_t L = checkpoint_leaf_count(n);
   ASSERT_EQ(info.version, 3u);
   ASSERT_GT(L, 8u) << "the test needs a payload of several leaves";
+  // The leaf size balances the table against 16 sampled leaves: pinned, as part of the format.
+  EXPECT_EQ(checkpoint_leaf_bytes(0), 4096u);
+  EXPECT_EQ(checkpoint_leaf_bytes(3'291'392), 8192u);        // about the tiny config
+  EXPECT_EQ(checkpoint_leaf_bytes(124'439'808), 32768u);     // GPT-2 124M
+  EXPECT_EQ(checkpoint_leaf_bytes(1'557'611'200), 131072u);  // GPT-2 1.5B
+  EXPECT_EQ(checkpoint_leaf_bytes(int64_t(1) << 40), uint64_t(1) << 20);
   const float* parts[3] = {good.params.data_ptr<float>(), good.m.data_ptr<float>(),
                            good.v.data_ptr<float>()};
   for (int threads : {1, 3, 8})
@@ -289,10 +295,11 @@ TEST(Checkpoint, TheLeafTableChecksAnyPartAlone) {
 
   const std::string bytes = read_text_file(ck);
   const fs::path bad = run.path / "bad.ckpt";
-  const uint64_t header = 64, m_leaf = (uint64_t(n) * 4 + kCheckpointLeafBytes) / kCheckpointLeafBytes;
+  const uint64_t leaf = checkpoint_leaf_bytes(n);
+  const uint64_t header = 64, m_leaf = (uint64_t(n) * 4 + leaf) / leaf;
   {  // one byte of leaf 3 (in params): that leaf's check, the whole checks and the weights refuse
     std::string b = bytes;
-    b[header + 3 * kCheckpointLeafBytes + 17] ^= 1;
+    b[header + 3 * leaf + 17] ^= 1;
     write_file_atomic(bad, b);
     EXPECT_THROW(verify_checkpoint_leaves(bad, {3}), Error);
     EXPECT_NO_THROW(verify_checkpoint_leaves(bad, {2, 4}));
@@ -302,7 +309,7 @@ TEST(Checkpoint, TheLeafTableChecksAnyPartAlone) {
   }
   {  // one byte of a leaf wholly in m: the weights alone still load
     std::string b = bytes;
-    b[header + (m_leaf + 1) * kCheckpointLeafBytes] ^= 1;
+    b[header + (m_leaf + 1) * leaf] ^= 1;
     write_file_atomic(bad, b);
     EXPECT_THROW(load_checkpoint(bad), Error);
     const Checkpoint w = load_checkpoint_weights(bad);

@@ -84,7 +84,10 @@ with h5py.File(f"{run}/witness.h5", "r", libver="latest", swmr=True) as f:
 for step, state in rows:
     b = open(f"{run}/checkpoints/step_{int(step):08d}.ckpt", "rb").read()
     n = struct.unpack_from("<Q", b, 24)[0]
-    assert b[-8:] == b"WITCKEND" and len(b) == 64 + 12 * n + 32 * (-(-12 * n // 65536)) + 40, step
+    leaf = 4096  # the format's leaf size: the largest power of two whose square is <= 24 n, 4 KiB to 1 MiB
+    while leaf < 1 << 20 and (2 * leaf) ** 2 <= 24 * n:
+        leaf *= 2
+    assert b[-8:] == b"WITCKEND" and len(b) == 64 + 12 * n + 32 * (-(-12 * n // leaf)) + 40, step
     assert b[-40:-8] == state.tobytes(), f"step {step}: the file's state hash is not the logged one"
 print(f"{len(rows)} logged checkpoints, each whole on disk with the logged state hash")
 PY

@@ -129,7 +129,7 @@ echo "certificate strength: seed, Fiat-Shamir and tolerance certificates exit 4 
 # 7. A corrupt checkpoint in a stretch no challenge would load (checked by its leaf table and
 # sampled leaves, or whole), and damaged logs.
 ck="$work/lie/checkpoints/step_00000006.ckpt"
-damage() {  # FILE WHERE: flip one byte at the middle of the payload, in every 64 KiB leaf, or in the leaf table
+damage() {  # FILE WHERE: flip one byte at the middle of the payload, in every leaf (each is 4 KiB or a power-of-two multiple), or in the leaf table
   /usr/bin/python3 - "$@" <<'PY'
 import struct, sys
 p, where = sys.argv[1:3]
@@ -139,16 +139,17 @@ payload, total = 64, 12 * n
 if where == "middle":
     b[payload + total // 2] ^= 1
 elif where == "every-leaf":
-    for at in range(0, total, 65536): b[payload + at] ^= 1
+    for at in range(0, total, 4096): b[payload + at] ^= 1
 elif where == "table":
     b[payload + total + 5] ^= 1
 open(p, "wb").write(b)
 PY
 }
 fresh && damage "$ck" middle
-verify_k "$work/lie" -c 1 --seed 1 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a corrupt checkpoint was certified"; }
+# Asked for more leaves than it has, the verifier hashes every leaf: the one damaged byte is found.
+verify_k "$work/lie" -c 1 --seed 1 --checkpoint-leaves 100000 >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "a corrupt checkpoint was certified"; }
 grep -q "REJECTED: structure: .*step_00000006.ckpt: leaf .* does not match its leaf table entry" "$work/ck.out" || { cat "$work/ck.out"; fail "corrupt checkpoint: reason"; }
-echo "a corrupt middle checkpoint (a small one: all its leaves are hashed): $(grep REJECTED "$work/ck.out")"
+echo "a corrupt middle checkpoint, every leaf sampled: $(grep REJECTED "$work/ck.out")"
 verify_k "$work/lie" -c 1 --seed 1 --whole-checkpoints >"$work/ck.out" 2>&1 && { cat "$work/ck.out"; fail "--whole-checkpoints: a corrupt checkpoint was certified"; }
 grep -q "REJECTED: structure: .*step_00000006.ckpt: checkpoint contents do not match" "$work/ck.out" || { cat "$work/ck.out"; fail "--whole-checkpoints: reason"; }
 fresh && damage "$ck" every-leaf

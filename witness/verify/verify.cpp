@@ -773,7 +773,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
     const Availability& a = out.availability;
     json checkpoints = {
         {"committed", a.checkpoints},
-        {"leaf_bytes", kCheckpointLeafBytes},
+        {"leaf_bytes", checkpoint_leaf_bytes(int64_t(log.meta.num_params))},
         {"leaves_sampled_each", a.whole ? json(nullptr) : json(a.leaves_per_checkpoint)},
         {"whole", a.whole}};
     checkpoints["statement"] =
@@ -788,7 +788,7 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
                       "checkpoint of which a fraction g of the leaves is missing or altered "
                       "passes with probability at most (1 - g)^{}{}; the checkpoints a replay "
                       "loaded were read whole",
-                      a.checkpoints, a.leaves_per_checkpoint, kCheckpointLeafBytes,
+                      a.checkpoints, a.leaves_per_checkpoint, checkpoint_leaf_bytes(int64_t(log.meta.num_params)),
                       a.leaves_per_checkpoint,
                       fiat_shamir ? " against a trainer who did not retry" : "");
     out.certificate["checkpoints"] = checkpoints;

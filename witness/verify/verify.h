@@ -55,7 +55,7 @@ struct VerifyOptions {
   std::optional<std::vector<uint64_t>> segments;
   bool final_checks = true;
   // Checkpoints no replay loads: each has its leaf table checked against the committed state
-  // hash and this many of its 64 KiB leaves hashed (drawn from the challenge source), or, with
+  // hash and this many of its leaves hashed (drawn from the challenge source), or, with
   // whole_checkpoints, every byte read and hashed. Loaded checkpoints are always hashed whole.
   int64_t checkpoint_leaves = 16;
   bool whole_checkpoints = false;

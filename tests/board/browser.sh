@@ -101,7 +101,9 @@ checks = [r for r in entry.rows if r["class"] == "check"]
 assert checks and all(r["cells"][1] == "passed" for r in checks), checks
 html = open(f"{work}/entry.html").read()
 assert "certificate.json" in html, "no certificate link"
-assert "signatures   8 of 8 valid, covering 12 steps" in html, "no witness summary as wit inspect prints it"
+# Checkpoints are logged once durable, so how many signatures a run holds depends on timing.
+import re
+assert re.search(r"signatures   (\d+) of \1 valid, covering 12 steps", html), "no witness summary as wit inspect prints it"
 struck = parse("struck.html")
 assert any(r["cells"][1] == "failed" for r in struck.rows if r["class"] == "check"), struck.rows
 print(f"rendered: {len(entries)} entries ranked and struck, {len(checks)} checks, a loss curve of 12 steps")

@@ -38,6 +38,52 @@ nlohmann::json entry_json(const Row& r) {
 const char* kEntryColumns =
     "e.id, e.track, p.name, e.name, e.head, e.steps, e.status, e.created, e.receipt";
 
+// A stretch of a run's trajectory named without its key: the dataset, the model size and the
+// steps' fields (each step's record hash with no chain before it, so no genesis and no key). A
+// copy of a run re-signed under another key has the same names.
+Digest trajectory_hash(const witness::RunMeta& meta, const std::vector<witness::StepRow>& rows,
+                       size_t first, size_t count) {
+  Sha256 h;
+  h.update("wit-trajectory-v1");
+  h.update(meta.manifest_root.data(), meta.manifest_root.size());
+  h.update(meta.data_layout.data(), meta.data_layout.size());
+  h.update_u64(meta.num_params).update_u64(first).update_u64(count);
+  for (size_t i = first; i < first + count; ++i) {
+    const Digest d = witness::record_hash(Digest{}, rows[i].fields);
+    h.update(d.data(), d.size());
+  }
+  return h.finish();
+}
+
+// The names of a run's segments, with the first step each covers. The first segment is left out
+// when there are others: runs that differ only in a setting whose effect starts after step 0 (a
+// learning rate, under warmup) may share it honestly.
+std::vector<std::pair<int64_t, Digest>> trajectory_segments(const witness::WitnessLog& log,
+                                                            int64_t segment_steps) {
+  std::vector<std::pair<int64_t, Digest>> out;
+  const auto& rows = log.tables.steps;
+  const int64_t n = int64_t(rows.size());
+  for (int64_t first = n > segment_steps ? segment_steps : 0; first < n; first += segment_steps)
+    out.emplace_back(first, trajectory_hash(log.meta, rows, first, std::min(n - first, segment_steps)));
+  return out;
+}
+
+// Refuses a run that shares a segment with an entry already on the board, whoever entered it and
+// whatever became of it: a computation enters once, under its first receipt.
+void refuse_copies(Db& db, const std::vector<std::pair<int64_t, Digest>>& segments,
+                   int64_t segment_steps) {
+  for (const auto& [first, digest] : segments) {
+    const auto rows = db.query(
+        "SELECT e.id, p.name, e.created FROM board_trajectories t JOIN board_entries e ON "
+        "e.id = t.entry JOIN board_participants p ON p.id = e.participant WHERE t.digest = $1",
+        {to_hex(digest)});
+    if (!rows.empty())
+      fail("steps {} to {} of this run are entry {}'s (entered by {} at {}): a run enters the "
+           "board once, under whoever entered it first; another run needs its own seed",
+           first, first + segment_steps - 1, rows[0].text(0), rows[0].text(1), rows[0].text(2));
+  }
+}
+
 }  // namespace
 
 void migrate_entries(Db& db) {
@@ -53,6 +99,12 @@ void migrate_entries(Db& db) {
       " status TEXT NOT NULL,"
       " created TEXT NOT NULL,"
       " receipt TEXT NOT NULL)");
+  // Every entry's segments by their key-independent names (refuse_copies).
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_trajectories ("
+      " digest TEXT PRIMARY KEY,"
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " first_step BIGINT NOT NULL)");
 }
 
 Submission parse_submission(const std::string& body) {
@@ -177,6 +229,7 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
     throw;
   }
   fs::remove_all(dir);
+  const auto segments = trajectory_segments(log, facts.segment_steps);
 
   const std::string head_hex = to_hex(witness::head_hash(head));
   const std::string id = random_hex(8), created = utc_now();
@@ -194,11 +247,15 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   std::lock_guard<std::mutex> lock(intake.db_mutex);
   JobQueue q(db, intake.policy, board_key);
   db.transaction([&] {
+    refuse_copies(db, segments, facts.segment_steps);
     db.exec(
         "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
         "created, receipt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         {id, track->id, p.id, s.name, head_hex, int64_t(report.signed_steps),
          nlohmann::json(s.files).dump(), std::string("verifying"), created, receipt.dump()});
+    for (const auto& [first, digest] : segments)
+      db.exec("INSERT INTO board_trajectories (digest, entry, first_step) VALUES ($1, $2, $3)",
+              {to_hex(digest), id, first});
     q.record(id, facts, audit);
   });
   // Drawn only now that the entry is committed: nothing it holds can steer the draws.

@@ -12,6 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d /tmp/wit-serve-XXXXXX)
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 token=$("$wit" board participant lab-a --db "$work/board.sqlite" | tail -1)
+token_b=$("$wit" board participant lab-b --db "$work/board.sqlite" | tail -1)
 "$wit" prepare --out "$work/kjv" >/dev/null || fail prepare
 "$wit" keygen --out "$work/board-key.pem" >/dev/null
 out=$("$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
@@ -99,6 +100,23 @@ out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track g
 grep -q "400 the run may not enter gpt2-124m-kjv: trained on dataset" <<<"$out" || fail "no refusal: $out"
 echo "submit: entry recorded with its signed head and a verified receipt; a run for another dataset refused"
 
+# A run enters once: the same run again, under another name, is refused; so is the same
+# computation signed by another key and entered by another participant (what a copy re-keyed
+# without training looks like to the board: every step's fields the same, every hash not).
+out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track kjv-tiny --name again 2>&1) &&
+  fail "the same run was entered twice"
+grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the duplicate: $out"
+"$wit" keygen --out "$work/thief.pem" >/dev/null
+WIT_SIGNING_KEY="$work/thief.pem" "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --out "$work/copy" -q >/dev/null ||
+  fail "train the copy"
+out=$("$wit" board submit "$work/copy" --server "$url" --token "$token_b" --track kjv-tiny --name mine 2>&1) &&
+  fail "a re-keyed copy of another participant's run was entered"
+grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the copy: $out"
+"$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=9 --out "$work/other" -q >/dev/null || fail "train another"
+"$wit" board submit "$work/other" --server "$url" --token "$token_b" --track kjv-tiny --name "own seed" \
+  >"$work/submit-other" 2>&1 || { cat "$work/submit-other"; fail "a run of its own seed was refused"; }
+echo "copies: the same run twice and a copy under another key refused; a run of its own seed entered"
+
 # kill -9 of the board in the middle of an upload: after a restart the entry and the token are
 # still there, the half upload was never visible, and it resumes to the same bytes.
 head -c $((48 << 20)) /dev/urandom >"$work/big2.bin"
@@ -117,7 +135,7 @@ url, token = sys.argv[1], sys.argv[2]
 me = urllib.request.Request(url + "api/me", headers={"Authorization": "Bearer " + token})
 assert json.load(urllib.request.urlopen(me))["name"] == "lab-a"
 entries = json.load(urllib.request.urlopen(url + "api/tracks/kjv-tiny"))["entries"]
-assert [e["name"] for e in entries] == ["first try"], entries
+assert sorted(e["name"] for e in entries) == ["first try", "own seed"], entries
 PY
 "$wit" board upload "$work/big2.bin" --server "$url" --token "$token" >"$work/up4" 2>&1 ||
   { cat "$work/up4"; fail "the upload after the restart"; }

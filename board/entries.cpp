@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <regex>
+#include <set>
 
 #include "board/ids.h"
 #include "witness/verify/certificate.h"
@@ -109,11 +110,24 @@ void migrate_entries(Db& db) {
 
 Submission parse_submission(const std::string& body) {
   nlohmann::json j;
+  // A key given twice would mean whichever the parser kept: refused, so that what the board
+  // records is what the participant wrote.
+  std::vector<std::set<std::string>> keys;
+  std::string twice;
+  const auto no_duplicate_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& v) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end) keys.pop_back();
+    if (event == E::key && !keys.back().insert(v.get<std::string>()).second && twice.empty())
+      twice = v.get<std::string>();
+    return true;
+  };
   try {
-    j = nlohmann::json::parse(body);
+    j = nlohmann::json::parse(body, no_duplicate_keys);
   } catch (const nlohmann::json::exception& e) {
     fail("the submission is not JSON: {}", e.what());
   }
+  if (!twice.empty()) fail("the submission gives the key '{}' twice", twice);
   if (!j.is_object()) fail("the submission must be a JSON object");
   Submission s;
   for (const char* key : {"track", "name"}) {
@@ -169,10 +183,15 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   const std::vector<std::string> problems = entry_problems(*track, log.meta);
   if (!problems.empty())
     fail("the run may not enter {}: {}", track->id, fmt::format("{}", fmt::join(problems, "; ")));
+  std::set<std::string> committed;
   for (const auto& row : log.tables.checkpoints) {
     const std::string name = witness::checkpoint_file_name(row.fields.step);
     if (!s.files.count(name)) fail("the log commits to {}, which the submission lacks", name);
+    committed.insert(name);
   }
+  for (const auto& [name, sha] : s.files)
+    if (name.rfind("checkpoints/", 0) == 0 && !committed.count(name))
+      fail("{} is not a checkpoint the log commits to: a submission holds the run's files only", name);
   // config.yaml (what `wit train --resume` and people read) must be the config the log committed
   // to, give or take the settings that may change on resume.
   {

@@ -17,6 +17,8 @@
 #include "board/server.h"
 #include "board/site.h"
 #include "board/track.h"
+#include "witness/log/format.h"
+#include "witness/log/reader.h"
 #include "witness/log/signing.h"
 #include "core/error.h"
 #include "trainer/data/dataset.h"
@@ -96,9 +98,9 @@ int board_submit(const fs::path& run, const std::string& server, const std::stri
   std::vector<std::string> names = {"witness.h5", "config.yaml", "model.safetensors"};
   for (const char* n : {"witness.h5", "config.yaml", "model.safetensors"})
     if (!fs::is_regular_file(run / n)) fail("{} has no {}: is it a finished run?", run.string(), n);
-  if (fs::is_directory(run / "checkpoints"))
-    for (const auto& e : fs::directory_iterator(run / "checkpoints"))
-      if (e.path().extension() == ".ckpt") names.push_back("checkpoints/" + e.path().filename().string());
+  // The checkpoints the log commits to, and no other file (the board refuses extras).
+  for (const auto& row : witness::read_log(run / "witness.h5").tables.checkpoints)
+    names.push_back(witness::checkpoint_file_name(row.fields.step));
   board::Client client(server, token);
   nlohmann::json files = nlohmann::json::object();
   for (const std::string& n : names)

@@ -116,6 +116,31 @@ grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at
 "$wit" board submit "$work/other" --server "$url" --token "$token_b" --track kjv-tiny --name "own seed" \
   >"$work/submit-other" 2>&1 || { cat "$work/submit-other"; fail "a run of its own seed was refused"; }
 echo "copies: the same run twice and a copy under another key refused; a run of its own seed entered"
+/usr/bin/python3 - "$url" "$token" <<'PY' || fail "extras in a submission"
+import json, sys, urllib.error, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+first = [e for e in json.load(urllib.request.urlopen(url + "api/tracks/kjv-tiny"))["entries"]
+         if e["name"] == "first try"][0]
+files = dict(first["receipt"]["files"])
+def refused(body, reason):
+    req = urllib.request.Request(url + "api/entries", data=body.encode(), method="POST",
+                                 headers={"Authorization": "Bearer " + token})
+    try:
+        urllib.request.urlopen(req)
+    except urllib.error.HTTPError as e:
+        got = json.load(e)["error"]
+        assert e.code == 400 and reason in got, (e.code, got)
+        return
+    raise AssertionError("entered: " + body[:200])
+extra = dict(files, **{"checkpoints/step_00000099.ckpt": files["checkpoints/step_00000001.ckpt"]})
+refused(json.dumps({"track": "kjv-tiny", "name": "extra", "files": extra}),
+        "checkpoints/step_00000099.ckpt is not a checkpoint the log commits to")
+refused('{"track": "kjv-tiny", "name": "a", "name": "b", "files": %s}' % json.dumps(files),
+        "the submission gives the key 'name' twice")
+refused('{"track": "kjv-tiny", "name": "a", "files": {"witness.h5": "%s", "witness.h5": "%s"}}'
+        % (files["witness.h5"], files["config.yaml"]), "the submission gives the key 'witness.h5' twice")
+PY
+echo "extras: an uncommitted checkpoint and a key given twice refused"
 
 # kill -9 of the board in the middle of an upload: after a restart the entry and the token are
 # still there, the half upload was never visible, and it resumes to the same bytes.

@@ -52,7 +52,8 @@ json job_json(const Job& j) {
           {"sizes", j.sizes},
           {"manifest_root", j.manifest_root},
           {"data_layout", j.data_layout},
-          {"lease_expires_ms", j.lease_expires_ms}};
+          {"lease_expires_ms", j.lease_expires_ms},
+          {"probe_step", j.probe_step}};
 }
 
 Job job_from_json(const json& j) {
@@ -69,6 +70,7 @@ Job job_from_json(const json& j) {
     out.manifest_root = j.at("manifest_root");
     out.data_layout = j.at("data_layout");
     out.lease_expires_ms = j.at("lease_expires_ms");
+    out.probe_step = j.value("probe_step", int64_t(-1));
     // Ids become paths on a worker's disk: hex only, whatever a board sends.
     for (const std::string* id : {&out.id, &out.entry})
       if (id->empty() || id->size() > 64 || id->find_first_not_of("0123456789abcdef") != std::string::npos)
@@ -133,6 +135,25 @@ void migrate_jobs(Db& db) {
       " standing TEXT NOT NULL,"
       " created TEXT NOT NULL,"
       " created_ms BIGINT NOT NULL)");
+  // Never shown while an entry verifies: each draw's coin (1: the board replays the segment
+  // itself), the step whose state is a segment's evidence, and the evidence each report gave.
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_draw_coins ("
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " n BIGINT NOT NULL,"
+      " board BIGINT NOT NULL,"
+      " p DOUBLE PRECISION NOT NULL,"
+      " PRIMARY KEY (entry, n))");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_probes ("
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " segment BIGINT NOT NULL,"
+      " step BIGINT NOT NULL,"
+      " PRIMARY KEY (entry, segment))");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_evidence ("
+      " job TEXT PRIMARY KEY REFERENCES board_jobs(id),"
+      " evidence TEXT NOT NULL)");
   db.exec(
       "CREATE TABLE IF NOT EXISTS board_revoked ("
       " participant TEXT PRIMARY KEY,"
@@ -175,16 +196,21 @@ void JobQueue::record(const std::string& entry, const EntryFacts& f, const Repla
               kBoardWorker);
   if (audit.passed) {
     // The segments replayed whatever the draws: the final checks, the first and the last.
+    // The segments replayed whatever the draws, by the board itself: the final checks, the
+    // first and the last (no participant, whoever it is, decides them).
     add_segment(kFinalSegment, f.steps, f.steps, "pending", "", "");
-    queue_job(entry, kFinalSegment, "replay", "");
+    queue_job(entry, kFinalSegment, "board", "");
     for (int64_t s : std::set<int64_t>{0, f.segments - 1}) {
       add_segment(s, s * f.segment_steps, std::min(f.steps, (s + 1) * f.segment_steps), "pending",
                   "", "");
-      queue_job(entry, s, "replay", "");
+      queue_job(entry, s, "board", "");
+      const int64_t n = s == 0 ? 0 : 1;
       db_.exec(
           "INSERT INTO board_draws (entry, n, segment, origin, requested_by, created) VALUES ($1, "
           "$2, $3, 'always', $4, $5)",
-          {entry, s == 0 ? int64_t(0) : int64_t(1), s, std::string(kBoardWorker), utc_now()});
+          {entry, n, s, std::string(kBoardWorker), utc_now()});
+      db_.exec("INSERT INTO board_draw_coins (entry, n, board, p) VALUES ($1, $2, 1, 1.0)",
+               {entry, n});
     }
   }
   refresh(entry);
@@ -200,18 +226,33 @@ void JobQueue::draw(const std::string& entry, int64_t c, const std::string& orig
   // The key is read now, after the entry was committed: nothing the trainer sent can steer it.
   for (uint64_t s : witness::draw_segments(random_key(), c, uint64_t(segments))) {
     const int64_t seg = int64_t(s);
+    // Each draw's own coin: a segment drawn twice is the board's if either draw says so, so c
+    // draws all miss the board's replay of a bad segment with probability (1 - p f)^c.
+    const bool board = random_unit() < policy_.spot_check;
     db_.exec(
         "INSERT INTO board_draws (entry, n, segment, origin, requested_by, created) VALUES ($1, $2, "
         "$3, $4, $5, $6)",
-        {entry, n++, seg, origin, by, utc_now()});
+        {entry, n, seg, origin, by, utc_now()});
+    db_.exec("INSERT INTO board_draw_coins (entry, n, board, p) VALUES ($1, $2, $3, $4)",
+             {entry, n, int64_t(board), policy_.spot_check});
+    ++n;
     if (drawn) drawn->push_back(seg);
-    if (db_.query("SELECT 1 FROM board_segments WHERE entry = $1 AND segment = $2", {entry, seg})
-            .empty()) {
+    const auto had = db_.query(
+        "SELECT status, decided_by FROM board_segments WHERE entry = $1 AND segment = $2",
+        {entry, seg});
+    if (had.empty()) {
       db_.exec(
           "INSERT INTO board_segments (entry, segment, first_step, end_step, status, detail, "
           "decided_by) VALUES ($1, $2, $3, $4, 'pending', '', '')",
           {entry, seg, seg * K, std::min(steps, (seg + 1) * K)});
       queue_job(entry, seg, "replay", "");
+    } else if (board && had[0].text(0) == "passed" && had[0].text(1) != kBoardWorker) {
+      // Decided by participants' agreement before; this draw's coin wants the board's replay.
+      db_.exec(
+          "UPDATE board_segments SET status = 'pending', detail = 'drawn again: the board replays "
+          "it', decided_by = '' WHERE entry = $1 AND segment = $2",
+          {entry, seg});
+      queue_board_job(entry, seg);
     }
   }
 }
@@ -297,6 +338,7 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
                {who}))
         reported.insert({r.text(0), r.integer(1)});
     const Row* pick = nullptr;
+    std::vector<const Row*> eligible;
     for (const Row& r : rows) {
       const std::string& role = r.text(3);
       if (board) {
@@ -308,10 +350,13 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
         if (!pick && r.integer(5) <= now - policy_.pool_delay_ms) pick = &r;
       } else if (role != "board" && r.text(6) != who && r.text(4) != who &&
                  !reported.count({r.text(1), r.integer(2)})) {
-        pick = &r;
-        break;
+        eligible.push_back(&r);
       }
     }
+    // A participant gets one of the jobs open to it at random, not the one it would time its
+    // request for.
+    if (!eligible.empty())
+      pick = eligible[std::min(eligible.size() - 1, size_t(random_unit() * double(eligible.size())))];
     if (!pick) return;
     const int64_t expires = now + policy_.lease_ms;
     if (db_.exec("UPDATE board_jobs SET state = 'leased', owner = $2, lease_expires = $3, "
@@ -330,6 +375,7 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
         {j.entry, j.segment});
     j.first_step = seg.at(0).integer(0);
     j.end_step = seg.at(0).integer(1);
+    if (j.segment >= 0) j.probe_step = probe_step(j.entry, j.segment, j.first_step, j.end_step);
     const auto e = db_.query(
         "SELECT e.files, r.facts FROM board_entries e JOIN board_results r ON r.entry = e.id "
         "WHERE e.id = $1",
@@ -358,6 +404,9 @@ void JobQueue::report(const std::string& job, const std::string& who, const std:
   if (worker.size() > 200) fail("the worker's name is over 200 characters");
   if (r.detail.size() > 4000) fail("the report's detail is over 4000 characters");
   if (!(r.seconds >= 0 && std::isfinite(r.seconds))) fail("the report's seconds must be >= 0");
+  if (!r.evidence.empty() && (r.evidence.size() != 64 ||
+                              r.evidence.find_first_not_of("0123456789abcdef") != std::string::npos))
+    fail("the report's evidence must be 64 lowercase hex digits (a state hash) or absent");
   db_.transaction([&] {
     const auto rows =
         db_.query("SELECT entry, segment, state, owner FROM board_jobs WHERE id = $1", {job});
@@ -375,24 +424,60 @@ void JobQueue::report(const std::string& job, const std::string& who, const std:
         "$9, $10)",
         {job, entry, segment, who, worker, int64_t(r.passed), r.detail, r.seconds, utc_now(),
          now_ms()});
+    if (!r.evidence.empty())
+      db_.exec("INSERT INTO board_evidence (job, evidence) VALUES ($1, $2)", {job, r.evidence});
     db_.exec("UPDATE board_jobs SET state = 'done' WHERE id = $1", {job});
     decide(entry, segment);
     refresh(entry);
   });
 }
 
+bool JobQueue::board_coin(const std::string& entry, int64_t segment) {
+  if (segment < 0) return true;
+  return !db_.query("SELECT 1 FROM board_draws d JOIN board_draw_coins c ON c.entry = d.entry AND "
+                    "c.n = d.n WHERE d.entry = $1 AND d.segment = $2 AND c.board = 1",
+                    {entry, segment})
+              .empty();
+}
+
+int64_t JobQueue::probe_step(const std::string& entry, int64_t segment, int64_t first,
+                             int64_t end) {
+  const auto had =
+      db_.query("SELECT step FROM board_probes WHERE entry = $1 AND segment = $2", {entry, segment});
+  if (!had.empty()) return had[0].integer(0);
+  // A state strictly inside the segment: its checkpoints hold the first and the last.
+  int64_t step = -1;
+  if (end - first >= 2)
+    step = first + 1 + std::min(end - first - 2, int64_t(random_unit() * double(end - first - 1)));
+  db_.exec("INSERT INTO board_probes (entry, segment, step) VALUES ($1, $2, $3)",
+           {entry, segment, step});
+  return step;
+}
+
+void JobQueue::queue_board_job(const std::string& entry, int64_t segment) {
+  if (db_.query("SELECT 1 FROM board_jobs WHERE entry = $1 AND segment = $2 AND role = 'board' "
+                "AND state <> 'done'",
+                {entry, segment})
+          .empty())
+    queue_job(entry, segment, "board", "");
+}
+
 void JobQueue::decide(const std::string& entry, int64_t segment) {
   struct Rep {
     std::string job, reporter;
     bool passed;
-    std::string detail, standing;
+    std::string detail, standing, evidence;
   };
   std::vector<Rep> reps;
   for (const Row& r : db_.query(
-           "SELECT job, reporter, passed, detail, standing FROM board_reports WHERE entry = $1 AND "
-           "segment = $2 AND standing <> 'void' ORDER BY created_ms, job",
+           "SELECT r.job, r.reporter, r.passed, r.detail, r.standing, COALESCE(v.evidence, '') "
+           "FROM board_reports r LEFT JOIN board_evidence v ON v.job = r.job WHERE r.entry = $1 "
+           "AND r.segment = $2 AND r.standing <> 'void' ORDER BY r.created_ms, r.job",
            {entry, segment}))
-    reps.push_back({r.text(0), r.text(1), r.integer(2) != 0, r.text(3), r.text(4)});
+    reps.push_back({r.text(0), r.text(1), r.integer(2) != 0, r.text(3), r.text(4), r.text(5)});
+  const auto probe =
+      db_.query("SELECT step FROM board_probes WHERE entry = $1 AND segment = $2", {entry, segment});
+  const int64_t probe_at = probe.empty() ? -1 : probe[0].integer(0);
   auto set_segment = [&](const std::string& status, const std::string& detail,
                          const std::string& by) {
     db_.exec("UPDATE board_segments SET status = $3, detail = $4, decided_by = $5 WHERE entry = $1 "
@@ -413,17 +498,29 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
   for (const Rep& r : reps)
     if (r.reporter == kBoardWorker) board = &r;
   if (board) {
-    // The board's own replay decides; a participant that reported otherwise is revoked.
+    // The board's own replay decides. A participant that gave another verdict, or a pass with
+    // other evidence than the state the replay reached, is revoked; a pass with no evidence
+    // (a worker too old to give it) is neither counted nor held against it.
     set_segment(board->passed ? "passed" : "failed", board->detail, kBoardWorker);
+    const bool compare = board->passed && probe_at >= 0 && !board->evidence.empty();
     for (const Rep& r : reps) {
       if (r.reporter == kBoardWorker || r.standing == "wrong") continue;
-      if (r.passed == board->passed) {
-        standing(r, "confirmed");
-      } else {
+      const std::string what = check_label(segment, 0, 0);
+      if (r.passed != board->passed) {
         standing(r, "wrong");
         revoke(r.reporter, fmt::format("reported {} for {} of entry {}, which the board's replay {}",
-                                       r.passed ? "a pass" : "a failure", check_label(segment, 0, 0),
-                                       entry, board->passed ? "passed" : "failed"));
+                                       r.passed ? "a pass" : "a failure", what, entry,
+                                       board->passed ? "passed" : "failed"));
+      } else if (compare && r.evidence.empty()) {
+        standing(r, "unproven");
+      } else if (compare && r.evidence != board->evidence) {
+        standing(r, "wrong");
+        revoke(r.reporter,
+               fmt::format("reported a pass for {} of entry {} with evidence that is not the state "
+                           "after step {} the board's replay reached: it did not replay it",
+                           what, entry, probe_at));
+      } else {
+        standing(r, "confirmed");
       }
     }
     return;
@@ -432,20 +529,31 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
   std::set<std::string> seen;
   for (const Rep& r : reps)
     if (r.standing != "wrong" && seen.insert(r.reporter).second) distinct.push_back(&r);
+  if (distinct.empty()) return;
+  auto to_board = [&](const std::string& why) {
+    set_segment("pending", why, "");
+    queue_board_job(entry, segment);
+  };
+  // Only the board strikes: a reported failure, however many agree, is replayed by the board,
+  // so colluding workers cannot strike an honest entry.
+  for (const Rep* r : distinct)
+    if (!r->passed) return to_board("a worker reported a failure: the board replays it");
+  for (const Rep* r : distinct)
+    if (probe_at >= 0 && r->evidence.empty())
+      return to_board("a report came without evidence of its replay: the board replays it");
+  if (board_coin(entry, segment)) {
+    if (!job_pending()) queue_board_job(entry, segment);
+    return;
+  }
   if (distinct.size() >= 2) {
     const Rep &a = *distinct[0], &b = *distinct[1];
-    if (a.passed == b.passed) {
-      standing(a, "confirmed");
-      standing(b, "confirmed");
-      set_segment(a.passed ? "passed" : "failed", a.detail, "agreement");
-    } else {
-      set_segment("pending", "two workers disagree: the board replays it", "");
-      if (!job_pending()) queue_job(entry, segment, "board", "");
-    }
-  } else if (distinct.size() == 1 && !job_pending()) {
-    // One participant's word: checked by another participant's worker, or by the board.
-    const bool spot = random_unit() < policy_.spot_check;
-    queue_job(entry, segment, spot ? "board" : "check", distinct[0]->reporter);
+    if (a.evidence != b.evidence) return to_board("two workers disagree: the board replays it");
+    standing(a, "agreed");
+    standing(b, "agreed");
+    set_segment("passed", a.detail, "agreement");
+  } else if (!job_pending()) {
+    // One participant's word: checked by another participant's worker.
+    queue_job(entry, segment, "check", distinct[0]->reporter);
   }
 }
 
@@ -458,7 +566,7 @@ void JobQueue::revoke(const std::string& participant, const std::string& reason)
   std::set<std::string> entries;
   for (const Row& r : db_.query(
            "SELECT job, entry, segment FROM board_reports WHERE reporter = $1 AND standing IN "
-           "('open', 'confirmed')",
+           "('open', 'confirmed', 'agreed', 'unproven')",
            {participant})) {
     db_.exec("UPDATE board_reports SET standing = 'void' WHERE job = $1", {r.text(0)});
     const std::string entry = r.text(1);
@@ -472,13 +580,9 @@ void JobQueue::revoke(const std::string& participant, const std::string& reason)
         {entry, segment});
     db_.exec(
         "UPDATE board_reports SET standing = 'open' WHERE entry = $1 AND segment = $2 AND "
-        "standing = 'confirmed'",
+        "standing = 'agreed'",
         {entry, segment});
-    if (db_.query("SELECT 1 FROM board_jobs WHERE entry = $1 AND segment = $2 AND role = 'board' "
-                  "AND state <> 'done'",
-                  {entry, segment})
-            .empty())
-      queue_job(entry, segment, "board", "");
+    queue_board_job(entry, segment);
     entries.insert(entry);
   }
   for (const std::string& e : entries) refresh(e);

@@ -4,12 +4,16 @@
 //
 // An entry's run is cut into the K-step segments of its checkpoints (K = train.checkpoint_every).
 // Besides the cheap stages run at submission (segment -2: structure and data audit), every entry
-// has jobs for its final checks (segment -1: model and evaluation), its first and last segment
-// and c segments drawn from the board's own random source once the entry is committed. A
-// segment is decided by the board's own replay, or by two participants' workers that agree;
-// one participant's report is checked by another participant's worker or, with probability
-// `spot_check`, by the board. Reports that disagree are settled by the board's replay: a worker
-// found wrong is revoked, and every segment it helped decide is replayed again by the board.
+// has its final checks (segment -1: model and evaluation) and its first and last segment, all
+// replayed by the board itself, and c segments drawn from the board's own random source once the
+// entry is committed. Each draw also flips the board's hidden coin (`spot_check`): a segment any
+// of whose draws came up "board" is decided by the board's own replay, the others by two
+// participants' workers that agree, on the verdict and on evidence only a replay has (the state
+// hash after a step inside the segment, drawn when the job is first leased and held in no file).
+// Failures, disagreements and missing evidence go to the board's replay; a worker found wrong is
+// revoked, and every segment it helped decide is replayed again by the board. So whatever the
+// number of identities colluding with an entrant, a bad drawn segment passes only when its coin
+// said "participants": a forged fraction f escapes c draws with probability <= (1 - p f)^c.
 //
 //   JobQueue q(db, policy, board_key);
 //   q.schedule(entry_id);                       // after the entry is committed
@@ -54,6 +58,9 @@ struct Job {
   std::map<std::string, uint64_t> sizes;     // run file name -> bytes (for downloads)
   std::string manifest_root, data_layout;    // the dataset (hex)
   int64_t lease_expires_ms = 0;              // Unix time
+  // The evidence asked for: the state hash after this step (-1: none, for the final checks and
+  // one-step segments).
+  int64_t probe_step = -1;
 };
 nlohmann::json job_json(const Job& j);
 Job job_from_json(const nlohmann::json& j);  // throws Error on a malformed job
@@ -63,6 +70,7 @@ struct ReplayResult {
   bool passed = false;
   std::string detail;
   double seconds = 0;
+  std::string evidence;  // hex state hash after the job's probe step; "" when it has none
 };
 
 // The facts of a submitted run the board keeps for its certificate and ranking.
@@ -101,7 +109,7 @@ class JobQueue {
   // An operator's decision after looking into a revocation: the participant's worker may lease
   // jobs again (its void reports stay void). False when it was not revoked.
   bool reinstate(const std::string& participant);
-  // Confirmed replays of other participants' segments.
+  // Replays of other participants' segments whose evidence the board's own replay confirmed.
   int64_t contributions(const std::string& participant);
   // Everything the entry page shows about verification: segments, draws, reports, guarantee,
   // certificate (when certified), ranked or why not; `full = false` leaves out the checks,
@@ -121,6 +129,11 @@ class JobQueue {
   void draw(const std::string& entry, int64_t c, const std::string& origin, const std::string& by,
             std::vector<int64_t>* drawn);
   void decide(const std::string& entry, int64_t segment);
+  // Whether a draw of the segment came up "board" on the board's coin (always for the first and
+  // last); and the step whose state is the segment's evidence, drawn on first use.
+  bool board_coin(const std::string& entry, int64_t segment);
+  int64_t probe_step(const std::string& entry, int64_t segment, int64_t first, int64_t end);
+  void queue_board_job(const std::string& entry, int64_t segment);
   void revoke(const std::string& participant, const std::string& reason);
   // board/verdicts.cpp: the entry's status, failure and certificate from its checks.
   void refresh(const std::string& entry);

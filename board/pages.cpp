@@ -42,8 +42,12 @@ std::string guarantee_text(const nlohmann::json& v) {
   if (g["every_step"].get<bool>()) return "every step replayed";
   const int64_t c = g["challenges"];
   if (c == 0) return "first and last segments replayed";
-  return fmt::format("f ≥ {:.1f} % rejected with 99 % ({} challenges)",
-                     100 * g["f_rejected_with_99_percent"].get<double>(), c);
+  // Beside it, what holds if the workers that checked it all colluded with the submitter.
+  const auto& colluding = g["f_rejected_with_99_percent_under_collusion"];
+  return fmt::format("f ≥ {:.1f} % rejected with 99 % ({} challenges); if checkers collude, {}",
+                     100 * g["f_rejected_with_99_percent"].get<double>(), c,
+                     colluding.is_null() ? std::string("no fraction with 99 %")
+                                         : fmt::format("f ≥ {:.1f} %", 100 * colluding.get<double>()));
 }
 
 // The training loss per step and the val loss at each evaluation, as an SVG line chart.

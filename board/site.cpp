@@ -231,7 +231,8 @@ Response Site::jobs(const Request& r, const std::string& path) const {
           !body["detail"].is_string())
         return api_error(400, "a report is {\"passed\": true|false, \"detail\": \"...\", \"seconds\": S, \"worker\": NAME}");
       ReplayResult res{body["passed"].get<bool>(), body["detail"].get<std::string>(),
-                       body.contains("seconds") && body["seconds"].is_number() ? body["seconds"].get<double>() : 0.0};
+                       body.contains("seconds") && body["seconds"].is_number() ? body["seconds"].get<double>() : 0.0,
+                       body.contains("evidence") && body["evidence"].is_string() ? body["evidence"].get<std::string>() : ""};
       q.report(id, p->id, worker, res);
       return json(200, {{"job", id}, {"reported", true}});
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "board/ids.h"
@@ -17,32 +18,75 @@ using nlohmann::json;
 
 namespace {
 
-// The guarantee of an entry with S segments, c drawn segments replayed and passed, `pending`
-// draws waiting, and `replayed` distinct segments passed.
-json guarantee_json(int64_t S, int64_t c, int64_t pending, int64_t replayed) {
-  const bool everything = replayed == S;
+// 1 - (1 - p_i f) over the draws: the probability that a run with a fraction f of its steps
+// not computed as logged is rejected although every participant's worker colludes with it
+// (only the draws whose coin gave the segment to the board's own replay can catch it).
+double rejected_under_collusion(const std::vector<double>& coins, double f) {
+  double escape = 1;
+  for (double p : coins) escape *= 1 - p * f;
+  return 1 - escape;
+}
+
+// The guarantee of an entry with S segments, c drawn segments replayed and passed (`coins`: each
+// such draw's probability of the board's own replay), `pending` draws waiting, `replayed`
+// distinct segments passed of which `by_board` the board replayed itself.
+json guarantee_json(int64_t S, const std::vector<double>& coins, int64_t pending, int64_t replayed,
+                    int64_t by_board) {
+  const int64_t c = int64_t(coins.size());
+  const bool everything = by_board == S;
   json bounds = json::array();
-  for (double f : {0.01, 0.05, 0.1, 0.25})
+  for (double f : {0.01, 0.05, 0.1, 0.25, 1.0})
     bounds.push_back({{"f", f},
                       {"rejected_with_probability_at_least",
-                       everything ? 1.0 : witness::detection_probability(f, c)}});
+                       everything ? 1.0 : witness::detection_probability(f, c)},
+                      {"under_collusion", everything ? 1.0 : rejected_under_collusion(coins, f)}});
   // The smallest fraction of unfaithful steps rejected with probability 99 %.
   const double f99 = everything ? 0.0 : c > 0 ? 1.0 - std::pow(0.01, 1.0 / double(c)) : 1.0;
+  std::optional<double> f99_colluding;
+  if (everything) {
+    f99_colluding = 0.0;
+  } else if (rejected_under_collusion(coins, 1.0) >= 0.99) {
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 60; ++i) {
+      const double mid = (lo + hi) / 2;
+      (rejected_under_collusion(coins, mid) >= 0.99 ? hi : lo) = mid;
+    }
+    f99_colluding = hi;
+  }
+  bool same_p = true;
+  for (double p : coins) same_p &= p == coins.front();
   std::string statement;
   if (everything) {
-    statement = "every segment was replayed: every step was computed as logged";
+    statement = "every segment was replayed by the board itself: every step was computed as logged";
   } else {
     statement = fmt::format(
-        "the first and the last segment were replayed, and {} segment(s) drawn uniformly from the "
-        "other {} by the board after the entry was committed: a run in which at least a fraction "
-        "f of the steps were not computed as logged is rejected with probability >= 1 - (1 - "
-        "f)^{}",
+        "the first and the last segment were replayed by the board, and {} segment(s) drawn "
+        "uniformly from the other {} by the board after the entry was committed: a run in which at "
+        "least a fraction f of the steps were not computed as logged is rejected with probability "
+        ">= 1 - (1 - f)^{} when no participant colludes with the entrant",
         c, S - 2, c);
     if (c > 0) statement += fmt::format(", so with 99 % probability for f >= {:.3g}", f99);
+    statement += fmt::format(
+        "; whatever the number of participants colluding with it, only the board's own replays "
+        "count: >= 1 - {}",
+        c == 0 ? std::string("1 (nothing)")
+        : same_p ? fmt::format("(1 - {:.3g} f)^{}", coins.front(), c)
+                 : fmt::format("the product of (1 - p f) over the draws' coins p"));
+    statement += f99_colluding
+                     ? fmt::format(", so with 99 % probability for f >= {:.3g}", *f99_colluding)
+                     : std::string(", which reaches 99 % for no fraction f");
   }
-  return {{"challenges", c},         {"pending_draws", pending}, {"segments", S},
-          {"segments_replayed", replayed}, {"every_step", everything},
-          {"f_rejected_with_99_percent", f99}, {"statement", statement}, {"bounds", bounds}};
+  return {{"challenges", c},
+          {"pending_draws", pending},
+          {"segments", S},
+          {"segments_replayed", replayed},
+          {"segments_replayed_by_board", by_board},
+          {"every_step", everything},
+          {"f_rejected_with_99_percent", f99},
+          {"f_rejected_with_99_percent_under_collusion",
+           f99_colluding ? json(*f99_colluding) : json(nullptr)},
+          {"statement", statement},
+          {"bounds", bounds}};
 }
 
 // An entry's verification without its checks, draws and reports.
@@ -66,20 +110,24 @@ json summary_json(const std::string& status, int64_t steps, int64_t K, int64_t S
 json JobQueue::guarantee(const std::string& entry) {
   const auto res = db_.query("SELECT segments FROM board_results WHERE entry = $1", {entry});
   const int64_t S = res.at(0).integer(0);
-  int64_t c = 0, pending = 0;
+  std::vector<double> coins;
+  int64_t pending = 0;
   for (const Row& r : db_.query(
-           "SELECT s.status FROM board_draws d JOIN board_segments s ON s.entry = d.entry AND "
-           "s.segment = d.segment WHERE d.entry = $1 AND d.origin <> 'always'",
+           "SELECT s.status, COALESCE(c.p, 0) FROM board_draws d JOIN board_segments s ON s.entry "
+           "= d.entry AND s.segment = d.segment LEFT JOIN board_draw_coins c ON c.entry = d.entry "
+           "AND c.n = d.n WHERE d.entry = $1 AND d.origin <> 'always' ORDER BY d.n",
            {entry})) {
-    if (r.text(0) == "passed") ++c;
+    if (r.text(0) == "passed") coins.push_back(r.real(1));
     if (r.text(0) == "pending") ++pending;
   }
-  const int64_t replayed =
-      db_.query("SELECT COUNT(*) FROM board_segments WHERE entry = $1 AND segment >= 0 AND status "
-                "= 'passed'",
-                {entry})[0]
-          .integer(0);
-  return guarantee_json(S, c, pending, replayed);
+  int64_t replayed = 0, by_board = 0;
+  for (const Row& r : db_.query("SELECT decided_by FROM board_segments WHERE entry = $1 AND "
+                                "segment >= 0 AND status = 'passed'",
+                                {entry})) {
+    ++replayed;
+    by_board += r.text(0) == kBoardWorker;
+  }
+  return guarantee_json(S, coins, pending, replayed, by_board);
 }
 
 std::map<std::string, json> JobQueue::summaries(const std::string& track) {
@@ -93,21 +141,24 @@ std::map<std::string, json> JobQueue::summaries(const std::string& track) {
            "r.reporter",
            {}))
     given[r.text(0)] = revoked_ids.count(r.text(0)) ? 0 : r.integer(1);
-  std::map<std::string, std::pair<int64_t, int64_t>> draws;  // entry -> (passed, pending)
+  std::map<std::string, std::pair<std::vector<double>, int64_t>> draws;  // (passed, pending)
   for (const Row& r : db_.query(
-           "SELECT d.entry, s.status, COUNT(*) FROM board_draws d JOIN board_segments s ON "
+           "SELECT d.entry, s.status, COALESCE(c.p, 0) FROM board_draws d JOIN board_segments s ON "
            "s.entry = d.entry AND s.segment = d.segment JOIN board_entries e ON e.id = d.entry "
-           "WHERE e.track = $1 AND d.origin <> 'always' GROUP BY d.entry, s.status",
+           "LEFT JOIN board_draw_coins c ON c.entry = d.entry AND c.n = d.n "
+           "WHERE e.track = $1 AND d.origin <> 'always' ORDER BY d.entry, d.n",
            {track})) {
-    if (r.text(1) == "passed") draws[r.text(0)].first += r.integer(2);
-    if (r.text(1) == "pending") draws[r.text(0)].second += r.integer(2);
+    if (r.text(1) == "passed") draws[r.text(0)].first.push_back(r.real(2));
+    if (r.text(1) == "pending") draws[r.text(0)].second += 1;
   }
-  std::map<std::string, int64_t> replayed;
+  std::map<std::string, std::pair<int64_t, int64_t>> replayed;  // (passed, by the board)
   for (const Row& r : db_.query(
-           "SELECT s.entry, COUNT(*) FROM board_segments s JOIN board_entries e ON e.id = s.entry "
-           "WHERE e.track = $1 AND s.segment >= 0 AND s.status = 'passed' GROUP BY s.entry",
-           {track}))
-    replayed[r.text(0)] = r.integer(1);
+           "SELECT s.entry, s.decided_by FROM board_segments s JOIN board_entries e ON e.id = "
+           "s.entry WHERE e.track = $1 AND s.segment >= 0 AND s.status = 'passed'",
+           {track})) {
+    replayed[r.text(0)].first += 1;
+    replayed[r.text(0)].second += r.text(1) == kBoardWorker;
+  }
   std::map<std::string, json> out;
   for (const Row& r : db_.query(
            "SELECT r.entry, r.steps, r.segment_steps, r.segments, r.val_loss, r.params, r.tokens, "
@@ -119,7 +170,8 @@ std::map<std::string, json> JobQueue::summaries(const std::string& track) {
                           r.integer(5), r.integer(6), r.text(7), !r.text(8).empty(),
                           given.count(r.text(10)) ? given[r.text(10)] : 0, policy_.contribution);
     if (r.text(9) != "struck")
-      v["guarantee"] = guarantee_json(r.integer(3), draws[e].first, draws[e].second, replayed[e]);
+      v["guarantee"] = guarantee_json(r.integer(3), draws[e].first, draws[e].second,
+                                      replayed[e].first, replayed[e].second);
     out[e] = v;
   }
   return out;
@@ -181,13 +233,17 @@ void JobQueue::refresh(const std::string& entry) {
           {"kind", "board"},
           {"detail", "the board's random source (getrandom), drawn after the entry was committed"}};
       c["replayed_on"] =
-          "the board's workers: each segment decided by the board's own replay or by two "
-          "participants' workers that agree";
+          "the board's workers: the first and last segment and the final checks by the board's "
+          "own replay; each drawn segment by the board's own replay when a draw's coin said so, "
+          "otherwise by two participants' workers that agree on the verdict and on the state "
+          "hash at a step inside it that no file holds";
       c["checks"] = checks;
       c["result"] = "certified";
       c["guarantee"] = {{"challenges", g["challenges"]},
                         {"statement", g["statement"]},
-                        {"bounds", g["bounds"]}};
+                        {"bounds", g["bounds"]},
+                        {"f_rejected_with_99_percent_under_collusion",
+                         g["f_rejected_with_99_percent_under_collusion"]}};
       c["verified_at"] = utc_now();
       c["board"] = {{"entry", entry}, {"track", o.text(6)}, {"participant", o.text(7)}};
       certificate = witness::sign_certificate(c, key_).dump();

@@ -90,7 +90,7 @@ void LocalPool::run(int index) {
       try {
         link_run(store_, job->files, dir);
         const auto start = std::chrono::steady_clock::now();
-        r = checks_.replay(dir, *data, job->segment);
+        r = checks_.replay(dir, *data, job->segment, job->probe_step);
         r.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       } catch (...) {

@@ -25,9 +25,10 @@ struct Checks {
   // certify whatever it holds (one that declares a nondeterministic setting).
   std::function<ReplayResult(const std::filesystem::path& run, const std::filesystem::path& data)>
       audit;
-  // One job: segment k replayed bit for bit, or for kFinalSegment the model and evaluation.
+  // One job: segment k replayed bit for bit, with the state hash after `probe_step` as the
+  // result's evidence (-1: none), or for kFinalSegment the model and evaluation.
   std::function<ReplayResult(const std::filesystem::path& run, const std::filesystem::path& data,
-                             int64_t segment)>
+                             int64_t segment, int64_t probe_step)>
       replay;
 };
 

@@ -67,8 +67,10 @@ void add_board(CLI::App& app) {
                     "its entries are ranked")
       ->capture_default_str();
   serve->add_option("--spot-check", so->spot_check,
-                    "Probability that the board replays a segment itself to check a participant's "
-                    "report (otherwise another participant's worker checks it)")
+                    "Each draw's coin: the probability that the board replays the drawn segment "
+                    "itself (otherwise two participants' workers agreeing on verdict and evidence "
+                    "decide it); a forged fraction f escapes colluding workers with probability "
+                    "<= (1 - P f)^c")
       ->capture_default_str();
   serve->add_option("--pool-delay", so->pool_delay,
                     "Seconds the pool leaves an open job to participants' workers before taking it")

@@ -30,8 +30,9 @@ namespace {
 // One verify_run over `comm`, as a job's result: passed when every stage run passed.
 board::ReplayResult run_checks(const fs::path& run, const fs::path& data,
                                std::optional<int64_t> segment, bool final_checks,
-                               dist::Communicator& comm) {
+                               dist::Communicator& comm, int64_t probe_step = -1) {
   witness::VerifyOptions o;
+  if (probe_step >= 0) o.probe_after_step = uint64_t(probe_step);
   o.run = run;
   o.data = data;
   o.segments = std::vector<uint64_t>{};
@@ -51,6 +52,7 @@ board::ReplayResult run_checks(const fs::path& run, const fs::path& data,
       if (s.name == "structure" && !s.passed) fail("the run's files do not match its log: {}", s.detail);
   board::ReplayResult out;
   out.passed = r.outcome == witness::Outcome::Certified;
+  if (r.probe_state) out.evidence = to_hex(*r.probe_state);
   if (!out.passed) {
     out.detail = r.reason;
   } else {
@@ -78,9 +80,9 @@ board::Checks replay_checks() {
     auto comm = dist::make_single_process();
     return run_checks(run, data, std::nullopt, false, *comm);
   };
-  c.replay = [](const fs::path& run, const fs::path& data, int64_t segment) {
+  c.replay = [](const fs::path& run, const fs::path& data, int64_t segment, int64_t probe) {
     auto comm = dist::make_single_process();
-    return run_checks(run, data, segment, segment == board::kFinalSegment, *comm);
+    return run_checks(run, data, segment, segment == board::kFinalSegment, *comm, probe);
   };
   return c;
 }
@@ -224,7 +226,8 @@ int board_worker(const BoardWorkerOptions& o) {
     board::ReplayResult r;
     std::string error;
     try {
-      r = run_checks(dir, *data, job.segment, job.segment == board::kFinalSegment, *comm);
+      r = run_checks(dir, *data, job.segment, job.segment == board::kFinalSegment, *comm,
+                     job.probe_step);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -242,9 +245,11 @@ int board_worker(const BoardWorkerOptions& o) {
         // Not a verdict on the run: the lease expires and the job goes to another worker.
         say(fmt::format("job {}: could not be checked here: {}", job.id, error));
       } else {
+        // The evidence: the state after the step the board drew, which only a replay reaches.
         const std::string report = nlohmann::json{{"passed", r.passed},
                                                   {"detail", r.detail},
                                                   {"seconds", r.seconds},
+                                                  {"evidence", r.evidence},
                                                   {"worker", name}}
                                        .dump();
         // A board that restarts is asked again until the lease would have expired anyway.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The board verifies its entries: three real tiny runs (two honest, one whose loss at step 11 a
+# The board verifies its entries: three real tiny runs (two honest, one whose loss at step 23 a
 # dishonest trainer forged and re-signed) are submitted; participants' workers (one of them an MPI
 # job on two processes) replay others' segments, the board spot-checks them, a worker that lies
 # is revoked, a worker that leases a job and vanishes loses it when its lease expires, and the
 # board is killed with -9 mid-verification and restarted. In the end the honest entries are
 # certified and ranked, with certificates `wit verify --check-certificate` accepts, the forged
-# one is struck naming step 11 and the field, and a re-challenge tightens a guarantee.
+# one is struck naming step 23 and the field, and a re-challenge tightens a guarantee.
 # Usage: verify.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
 set -uo pipefail
 wit=$1
@@ -26,20 +26,21 @@ for p in alice bob carol mallory; do
   "$wit" board participant $p --db "$work/board.sqlite" | tail -1 >"$work/$p.token"
 done
 tok() { cat "$work/$1.token"; }
-# Six segments of two steps each; micro-batches divisible by two for the MPI worker.
+# Twelve segments of two steps each (the board replays the first and the last itself and leaves
+# drawn ones to participants); micro-batches divisible by two for the MPI worker.
 small=(--set data.dir="$work/kjv" --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32
        --set train.threads=1 --set train.checkpoint_every=2 --set train.eval_every=0
-       --set witness.fingerprint_every=2 --set train.steps=12)
+       --set witness.fingerprint_every=2 --set train.steps=24)
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --out "$work/a" -q >/dev/null || fail "train a"
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=2 --out "$work/b" -q >/dev/null || fail "train b"
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=3 --out "$work/m" -q >/dev/null || fail "train m"
-"$liar" "$work/m" "$WIT_SIGNING_KEY" forge-loss 11 >/dev/null || fail "the dishonest trainer"
+"$liar" "$work/m" "$WIT_SIGNING_KEY" forge-loss 23 >/dev/null || fail "the dishonest trainer"
 
 # Starts the board on a free port with extra options: its pid in $pid, its address in $url.
 start_board() {
   "$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
     --files "$work/files" --key "$work/board.pem" --listen 127.0.0.1:0 --datasets "$work/kjv" \
-    --challenges 2 --contribution 1 --spot-check 1 --lease 4 "$@" >>"$work/board.out" 2>&1 &
+    --challenges 8 --contribution 1 --spot-check 1 --lease 4 "$@" >>"$work/board.out" 2>&1 &
   pid=$!
   url=""
   for _ in $(seq 200); do
@@ -50,8 +51,9 @@ start_board() {
   done
   [ -n "$url" ] || { cat "$work/board.out"; fail "the board did not start"; }
 }
-# Phase 1: the board's pool leaves open jobs to participants for 10 minutes; it takes only the
-# checks of participants' reports (--spot-check 1) at once.
+# Phase 1: the board's pool leaves open jobs to participants for 10 minutes; it takes its own
+# (first and last segments, final checks, and with --spot-check 1 every drawn one once a
+# participant reported on it) at once.
 start_board --pool-delay 600
 entry_of() { sed -n 's/.* as entry \([0-9a-f]*\) .*/\1/p' "$1"; }
 for run in a:alice:honest-a b:bob:honest-b m:mallory:forged-m; do
@@ -84,6 +86,19 @@ grep -q "400 the run cannot be certified: dist.reduction = arrival" "$work/submi
 [ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "a refused run was recorded"
 echo "refused at submission, nothing recorded: another run's checkpoint; an edited config.yaml; dist.reduction = arrival"
 echo "submitted: honest $A and $B, forged $M; audited at submission"
+
+# Bob's worker, an MPI job on two processes, replays two jobs of other entries; Alice's one.
+WIT_BOARD_TOKEN=$(tok bob) $mpirun 2 "$wit" board worker --server "$url" --datasets "$work/kjv" \
+  --cache "$work/bob-cache" --name bob-host --jobs 2 --idle-exit 30 >"$work/bob.out" 2>&1 ||
+  { cat "$work/bob.out"; fail "bob's worker"; }
+[ "$(grep -c "passed (.*reported" "$work/bob.out")" = 2 ] || { cat "$work/bob.out"; fail "bob's worker did not report two passes"; }
+grep -q "on 2 process(es)" "$work/bob.out" || fail "bob's worker did not run on 2 processes"
+"$wit" board worker --server "$url" --token "$(tok alice)" --datasets "$work/kjv" \
+  --cache "$work/alice-cache" --name alice-host --jobs 1 --idle-exit 30 >"$work/alice.out" 2>&1 ||
+  { cat "$work/alice.out"; fail "alice's worker"; }
+grep -q "reported" "$work/alice.out" || { cat "$work/alice.out"; fail "alice's worker did not report"; }
+grep -q "entry $A" "$work/alice.out" && fail "alice's worker replayed her own entry"
+echo "workers: bob (mpirun -np 2) replayed 2 segments, alice 1, none of their own"
 
 # Carol's worker leases a job and vanishes (as if killed): it must come back to the queue.
 # Mallory's worker lies about a replay of an honest entry: the board's spot check revokes it.
@@ -129,19 +144,6 @@ PY
 carol_job=$(awk '/^carol/ {print $2}' "$work/api.out")
 echo "job API: no token 401; another participant's report 409; a lying worker revoked"
 
-# Bob's worker, an MPI job on two processes, replays two jobs of other entries; Alice's one.
-WIT_BOARD_TOKEN=$(tok bob) $mpirun 2 "$wit" board worker --server "$url" --datasets "$work/kjv" \
-  --cache "$work/bob-cache" --name bob-host --jobs 2 --idle-exit 30 >"$work/bob.out" 2>&1 ||
-  { cat "$work/bob.out"; fail "bob's worker"; }
-[ "$(grep -c "passed (.*reported" "$work/bob.out")" = 2 ] || { cat "$work/bob.out"; fail "bob's worker did not report two passes"; }
-grep -q "on 2 process(es)" "$work/bob.out" || fail "bob's worker did not run on 2 processes"
-"$wit" board worker --server "$url" --token "$(tok alice)" --datasets "$work/kjv" \
-  --cache "$work/alice-cache" --name alice-host --jobs 1 --idle-exit 30 >"$work/alice.out" 2>&1 ||
-  { cat "$work/alice.out"; fail "alice's worker"; }
-grep -q "reported" "$work/alice.out" || { cat "$work/alice.out"; fail "alice's worker did not report"; }
-grep -q "entry $A" "$work/alice.out" && fail "alice's worker replayed her own entry"
-echo "workers: bob (mpirun -np 2) replayed 2 segments, alice 1, none of their own"
-
 # kill -9 of the board mid-verification (jobs queued, carol's still leased); restarted with its
 # pool taking every open job at once.
 kill -9 $pid
@@ -163,8 +165,8 @@ for e in $A $B $M; do wait_decided $e >/dev/null; done
 head -1 "$work/show-a" | grep -q ": certified$" || { cat "$work/show-a"; fail "honest a not certified"; }
 grep -q "^  ranked$" "$work/show-a" || { cat "$work/show-a"; fail "honest a not ranked"; }
 head -1 "$work/show-m" | grep -q ": struck$" || { cat "$work/show-m"; fail "forged m not struck"; }
-grep -q "struck: segment 5 (steps 10 to 11): challenges: step 11, field loss" "$work/show-m" ||
-  { cat "$work/show-m"; fail "the strike does not name step 11 and the field"; }
+grep -q "struck: segment 11 (steps 22 to 23): challenges: step 23, field loss" "$work/show-m" ||
+  { cat "$work/show-m"; fail "the strike does not name step 23 and the field"; }
 echo "after kill -9 and restart: $(head -1 "$work/show-a"), ranked; $(sed -n 2p "$work/show-m")"
 
 $py - "$url" "$A" "$B" "$M" "$carol_job" "$(tok carol)" <<'PY' || fail "the entries' records"
@@ -183,7 +185,7 @@ for e in (A, B):
     assert all(c["status"] == "passed" for c in v["checks"]), v["checks"]
     segs = {d["segment"] for d in v["draws"]}
     assert {c["segment"] for c in v["checks"]} == segs | {-2, -1}, (segs, v["checks"])
-    assert v["guarantee"]["challenges"] == 2, v["guarantee"]
+    assert v["guarantee"]["challenges"] == 8, v["guarantee"]
 reporters = {r["reporter"] for e in (A, B, M) for r in get(f"api/entries/{e}")["verification"]["reports"]}
 assert {"board", "bob", "alice", "mallory"} <= reporters, reporters
 wrong = [r for e in (A, B, M) for r in get(f"api/entries/{e}")["verification"]["reports"] if r["reporter"] == "mallory"]
@@ -199,8 +201,18 @@ except urllib.error.HTTPError as e:
     assert e.code == 409, e.code
 page = urllib.request.urlopen(url + f"entries/{A}").read().decode()
 assert "<svg" in page and "<polyline" in page and "certificate.json" in page, page[:2000]
-assert "struck: segment 5" in urllib.request.urlopen(url + f"entries/{M}").read().decode()
-print("records: ranked in order of val loss, nothing lost or duplicated, the late report refused")
+assert "struck: segment 11" in urllib.request.urlopen(url + f"entries/{M}").read().decode()
+# Bob's and alice's replays gave the state hash after the step the board drew inside each
+# segment; the board's own replay reached the same state (bob's on two processes): confirmed.
+import time
+for _ in range(300):
+    mine = [r for e in (A, B, M) for r in get(f"api/entries/{e}")["verification"]["reports"] if r["reporter"] in ("bob", "alice")]
+    if len(mine) == 3 and all(r["standing"] == "confirmed" for r in mine):
+        break
+    time.sleep(0.2)
+assert len(mine) == 3 and all(r["standing"] == "confirmed" for r in mine), mine
+print("records: ranked in order of val loss, nothing lost or duplicated, the late report refused, "
+      "the workers' evidence confirmed by the board's replay")
 PY
 
 # The certificates: signed by the board's key, bound to the runs' files.
@@ -221,11 +233,11 @@ grep -q "needs a participant's token" "$work/challenge.out" || { cat "$work/chal
   { cat "$work/challenge.out"; fail "re-challenge"; }
 wait_decided $A >/dev/null
 curl -sf "${url}api/entries/$A/certificate" >"$work/cert-a2.json"
-$py -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['guarantee']['challenges']==5, c['guarantee']" \
+$py -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['guarantee']['challenges']==11, c['guarantee']" \
   "$work/cert-a2.json" || fail "the re-challenged certificate"
 "$wit" verify --check-certificate "$work/cert-a2.json" --verifier-key "$work/board.pem.pub" "$work/a" >/dev/null ||
   fail "the re-signed certificate does not check"
-echo "re-challenge: $(cat "$work/challenge.out"); certificate now states 5 challenges"
+echo "re-challenge: $(cat "$work/challenge.out"); certificate now states 11 challenges"
 # The OpenAPI document names every route the site serves, and what the live board answers has
 # the documented fields.
 $py - "$url" "$A" "$src/docs/board-api.yaml" "$src/board/site.h" <<'PY' || fail "docs/board-api.yaml"

@@ -99,13 +99,20 @@ CertificateStrength certificate_strength(const json& c) {
     } else if (kind != "verifier-random" && kind != "board") {
       fail("unknown challenge source '{}'", kind);
     }
-    std::vector<std::string> bounds;
+    std::vector<std::string> bounds, colluding;
     for (const json& b : c.at("guarantee").at("bounds")) {
       const double f = b.at("f").get<double>();
       if (f != 0.01 && f != 0.1) continue;
       bounds.push_back(fmt::format("f = {:g} %: rejected with probability >= {:.4g}", 100 * f,
                                    b.at("rejected_with_probability_at_least").get<double>()));
+      // A board's certificate also bounds a run whose submitter controls participants' workers.
+      if (b.contains("under_collusion"))
+        colluding.push_back(fmt::format("f = {:g} %: >= {:.4g}", 100 * f,
+                                        b.at("under_collusion").get<double>()));
     }
+    if (!colluding.empty())
+      bounds.push_back(fmt::format("if participants collude with the submitter: {}",
+                                   fmt::join(colluding, ", ")));
     s.summary = fmt::format("{}, challenges from {} ({}); {}", result, kind,
                             source.value("detail", std::string("?")),
                             bounds.empty() ? std::string("no bound stated")

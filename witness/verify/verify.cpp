@@ -524,6 +524,12 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
       }
       out.challenge_source = "assigned";
       if (replay.empty()) return std::string("no segment assigned");
+      if (const auto p = o.probe_after_step) {
+        bool inside = false;
+        for (uint64_t k : replay) inside |= segments[k].first < *p && *p < segments[k].second;
+        if (!inside)
+          fail("the state after step {} was asked for, which is inside no assigned segment", *p);
+      }
     } else {
       const Digest key = challenge_key(o, lr, comm);
       out.challenge_source = challenge_source_text(o, lr);
@@ -596,6 +602,10 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         if (auto p = fingerprints.find(s + 1); p != fingerprints.end()) check_fingerprint(*p->second);
         if (auto e = evals.find(s + 1); e != evals.end()) check_eval(*e->second);
         if (states.count(s + 1)) check_checkpoint(s + 1);
+        if (o.probe_after_step == s + 1) {
+          const Digest h = layout->state_hash(log.genesis);  // collective; rank 0 has it
+          if (root) out.probe_state = h;
+        }
       }
     }
     if (o.segments)

@@ -54,6 +54,9 @@ struct VerifyOptions {
   // the model and evaluation stages. No certificate is made then: the board makes its own.
   std::optional<std::vector<uint64_t>> segments;
   bool final_checks = true;
+  // A board's job also asks for evidence that only a replay has: the state hash after this
+  // step, strictly inside an assigned segment (no file or log holds that state).
+  std::optional<uint64_t> probe_after_step;
   // Checkpoints no replay loads: each has its leaf table checked against the committed state
   // hash and this many of its leaves hashed (drawn from the challenge source), or, with
   // whole_checkpoints, every byte read and hashed. Loaded checkpoints are always hashed whole.
@@ -115,6 +118,7 @@ struct VerifyReport {
   uint64_t segments = 0, steps = 0;
   std::string challenge_source;  // where the draws' randomness came from, for people
   Digest model_sha256{};         // of the published model.safetensors
+  std::optional<Digest> probe_state;  // with probe_after_step, once the replay reached it
   int world = 1;                 // processes that replayed
   VerifyCost cost;
   Availability availability;

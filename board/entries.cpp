@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <regex>
@@ -72,7 +73,7 @@ std::vector<std::pair<int64_t, Digest>> trajectory_segments(const witness::Witne
 // Refuses a run that shares a segment with an entry already on the board, whoever entered it and
 // whatever became of it: a computation enters once, under its first receipt.
 void refuse_copies(Db& db, const std::vector<std::pair<int64_t, Digest>>& segments,
-                   int64_t segment_steps) {
+                   int64_t segment_steps, int64_t steps) {
   for (const auto& [first, digest] : segments) {
     const auto rows = db.query(
         "SELECT e.id, p.name, e.created FROM board_trajectories t JOIN board_entries e ON "
@@ -81,7 +82,8 @@ void refuse_copies(Db& db, const std::vector<std::pair<int64_t, Digest>>& segmen
     if (!rows.empty())
       fail("steps {} to {} of this run are entry {}'s (entered by {} at {}): a run enters the "
            "board once, under whoever entered it first; another run needs its own seed",
-           first, first + segment_steps - 1, rows[0].text(0), rows[0].text(1), rows[0].text(2));
+           first, std::min(first + segment_steps, steps) - 1, rows[0].text(0), rows[0].text(1),
+           rows[0].text(2));
   }
 }
 
@@ -180,6 +182,17 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   if (!report.complete || !report.signed_heads || report.signed_steps != report.valid_steps)
     fail("witness.h5: the run is not complete and signed ({} of {} steps signed)",
          report.signed_steps, report.config ? report.config->train.steps : 0);
+  {
+    // Authorship: the log must be signed by a key this participant proved it holds, so that no
+    // one enters a run whose key is not theirs (a published run's files are public).
+    std::lock_guard<std::mutex> lock(intake.db_mutex);
+    if (!has_trainer_key(db, p.id, log.meta.public_key))
+      fail("witness.h5 is signed by trainer key {} ({}), which participant {} has not registered: "
+           "register it with `wit board register-key --key PRIVATE_KEY` (wit board submit does so "
+           "when it holds the key)",
+           witness::key_id(log.meta.public_key),
+           to_hex(log.meta.public_key.data(), log.meta.public_key.size()), p.name);
+  }
   const std::vector<std::string> problems = entry_problems(*track, log.meta);
   if (!problems.empty())
     fail("the run may not enter {}: {}", track->id, fmt::format("{}", fmt::join(problems, "; ")));
@@ -266,7 +279,7 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   std::lock_guard<std::mutex> lock(intake.db_mutex);
   JobQueue q(db, intake.policy, board_key);
   db.transaction([&] {
-    refuse_copies(db, segments, facts.segment_steps);
+    refuse_copies(db, segments, facts.segment_steps, facts.steps);
     db.exec(
         "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
         "created, receipt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",

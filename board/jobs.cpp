@@ -9,6 +9,7 @@
 
 #include "board/ids.h"
 #include "core/error.h"
+#include "witness/verify/certificate.h"
 #include "witness/verify/challenges.h"
 
 namespace wit::board {
@@ -154,6 +155,15 @@ void migrate_jobs(Db& db) {
       "CREATE TABLE IF NOT EXISTS board_evidence ("
       " job TEXT PRIMARY KEY REFERENCES board_jobs(id),"
       " evidence TEXT NOT NULL)");
+  // Every certificate issued, and its withdrawal (empty while it stands).
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_certificates ("
+      " id TEXT PRIMARY KEY,"
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " issued TEXT NOT NULL,"
+      " withdrawn TEXT NOT NULL,"
+      " status TEXT NOT NULL,"
+      " reason TEXT NOT NULL)");
   db.exec(
       "CREATE TABLE IF NOT EXISTS board_revoked ("
       " participant TEXT PRIMARY KEY,"
@@ -583,9 +593,33 @@ void JobQueue::revoke(const std::string& participant, const std::string& reason)
         "standing = 'agreed'",
         {entry, segment});
     queue_board_job(entry, segment);
-    entries.insert(entry);
+    if (entries.insert(entry).second)
+      withdraw_certificates(entry, "revoked",
+                            fmt::format("a participant's report it relied on was found wrong ({}): "
+                                        "the board replays segment {} itself",
+                                        reason, segment));
   }
   for (const std::string& e : entries) refresh(e);
+}
+
+void JobQueue::withdraw_certificates(const std::string& entry, const std::string& status,
+                                     const std::string& reason) {
+  db_.exec("UPDATE board_certificates SET withdrawn = $2, status = $3, reason = $4 WHERE entry = "
+           "$1 AND withdrawn = ''",
+           {entry, utc_now(), status, reason});
+}
+
+nlohmann::json JobQueue::status_list() {
+  nlohmann::json withdrawn = nlohmann::json::array();
+  for (const Row& r : db_.query("SELECT id, entry, status, reason, withdrawn, issued FROM "
+                                "board_certificates WHERE withdrawn <> '' ORDER BY withdrawn, id"))
+    withdrawn.push_back({{"certificate", r.text(0)},
+                         {"entry", r.text(1)},
+                         {"status", r.text(2)},
+                         {"reason", r.text(3)},
+                         {"withdrawn", r.text(4)},
+                         {"issued", r.text(5)}});
+  return witness::sign_status_list({{"issued", utc_now()}, {"withdrawn", withdrawn}}, key_);
 }
 
 int64_t JobQueue::contributions(const std::string& participant) {

@@ -119,6 +119,9 @@ class JobQueue {
   std::map<std::string, nlohmann::json> summaries(const std::string& track);
   // The signed certificate of a certified entry.
   std::optional<nlohmann::json> certificate(const std::string& entry);
+  // The signed list of every certificate the board issued and withdrew since (the entry was
+  // struck, or a report a check relied on was found wrong), issued now.
+  nlohmann::json status_list();
   // Entries whose audit passed but whose challenges were never drawn (the board stopped in
   // between): drawn now. Returns how many.
   int schedule_missing();
@@ -135,6 +138,9 @@ class JobQueue {
   int64_t probe_step(const std::string& entry, int64_t segment, int64_t first, int64_t end);
   void queue_board_job(const std::string& entry, int64_t segment);
   void revoke(const std::string& participant, const std::string& reason);
+  // Marks the entry's standing certificates withdrawn ("struck" or "revoked", and why).
+  void withdraw_certificates(const std::string& entry, const std::string& status,
+                             const std::string& reason);
   // board/verdicts.cpp: the entry's status, failure and certificate from its checks.
   void refresh(const std::string& entry);
   nlohmann::json guarantee(const std::string& entry);

@@ -29,6 +29,13 @@ void migrate(Db& db) {
       " size BIGINT NOT NULL,"
       " began TEXT NOT NULL,"
       " PRIMARY KEY (sha256, participant))");
+  // Trainer keys a participant proved it holds (hex of the raw Ed25519 key).
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_trainer_keys ("
+      " participant TEXT NOT NULL,"
+      " trainer_key TEXT NOT NULL,"
+      " created TEXT NOT NULL,"
+      " PRIMARY KEY (participant, trainer_key))");
   migrate_entries(db);
   migrate_jobs(db);
 }
@@ -61,6 +68,38 @@ std::optional<Participant> participant_for_token(Db& db, const std::string& toke
                              {token_hash(token)});
   if (rows.empty()) return std::nullopt;
   return Participant{rows[0].text(0), rows[0].text(1), rows[0].integer(2) != 0};
+}
+
+std::string trainer_key_claim(const witness::PublicKey& board_key, const std::string& participant_id) {
+  return "wit-board-trainer-key-v1 board " + to_hex(board_key.data(), board_key.size()) +
+         " participant " + participant_id;
+}
+
+void register_trainer_key(Db& db, const witness::PublicKey& board_key, const Participant& p,
+                          const witness::PublicKey& key, const witness::Signature& proof) {
+  if (!witness::verify_signature(key, trainer_key_claim(board_key, p.id), proof))
+    fail("the proof is not trainer key {}'s signature of this board's claim for participant {} "
+         "(wit board register-key makes it with the private key)",
+         witness::key_id(key), p.name);
+  const std::string hex = to_hex(key.data(), key.size());
+  db.exec("INSERT INTO board_trainer_keys (participant, trainer_key, created) VALUES ($1, $2, $3) "
+          "ON CONFLICT (participant, trainer_key) DO NOTHING",
+          {p.id, hex, utc_now()});
+}
+
+bool has_trainer_key(Db& db, const std::string& participant_id, const witness::PublicKey& key) {
+  return !db.query("SELECT 1 FROM board_trainer_keys WHERE participant = $1 AND trainer_key = $2",
+                   {participant_id, to_hex(key.data(), key.size())})
+              .empty();
+}
+
+std::vector<std::string> trainer_keys(Db& db, const std::string& participant_id) {
+  std::vector<std::string> out;
+  for (const Row& r : db.query("SELECT trainer_key FROM board_trainer_keys WHERE participant = $1 "
+                               "ORDER BY created, trainer_key",
+                               {participant_id}))
+    out.push_back(r.text(0));
+  return out;
 }
 
 }  // namespace wit::board

@@ -9,8 +9,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "board/db.h"
+#include "witness/log/signing.h"
 
 namespace wit::board {
 
@@ -29,5 +31,16 @@ struct Participant {
 std::string add_participant(Db& db, const std::string& name, bool admin);
 // The participant a token belongs to; nullopt for an unknown or malformed token.
 std::optional<Participant> participant_for_token(Db& db, const std::string& token);
+
+// Trainer keys. An entry's log must be signed by a key its participant registered, and
+// registering takes the key's signature over trainer_key_claim(board key, participant id): a
+// participant holding only another's public key (which every published log names) cannot.
+std::string trainer_key_claim(const witness::PublicKey& board_key, const std::string& participant_id);
+// Registers `key` for `p` once `proof` checks; registering it again is harmless. An Error says why
+// the proof does not check.
+void register_trainer_key(Db& db, const witness::PublicKey& board_key, const Participant& p,
+                          const witness::PublicKey& key, const witness::Signature& proof);
+bool has_trainer_key(Db& db, const std::string& participant_id, const witness::PublicKey& key);
+std::vector<std::string> trainer_keys(Db& db, const std::string& participant_id);  // hex, oldest first
 
 }  // namespace wit::board

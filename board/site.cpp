@@ -317,6 +317,32 @@ Response Site::participants(const Request& r, const std::string& path) const {
   }
 }
 
+Response Site::register_key(const Request& r) const {
+  const auto p = caller(r);
+  if (!p) return api_error(401, "registering a trainer key takes a participant's token (Authorization: Bearer TOKEN)");
+  const auto body = nlohmann::json::parse(r.body, nullptr, false);
+  auto hex_field = [&](const char* name, size_t digits) -> std::optional<std::string> {
+    if (body.is_discarded() || !body.is_object() || !body.contains(name) || !body[name].is_string())
+      return std::nullopt;
+    const std::string v = body[name];
+    if (v.size() != digits || v.find_first_not_of("0123456789abcdef") != std::string::npos) return std::nullopt;
+    return v;
+  };
+  const auto key_hex = hex_field("public_key", 64), proof_hex = hex_field("proof", 128);
+  if (!key_hex || !proof_hex)
+    return api_error(400, "a trainer key is {\"public_key\": 64 hex digits, \"proof\": 128 hex digits "
+                          "(its signature of the claim; wit board register-key makes it)}");
+  const witness::PublicKey key = digest_from_hex(*key_hex, "public_key");
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  try {
+    register_trainer_key(db_, key_.public_key(), *p, key, *witness::signature_from_hex(*proof_hex));
+  } catch (const Error& e) {
+    return api_error(400, e.what());
+  }
+  return json(200, {{"participant", p->name}, {"trainer_key", *key_hex}, {"key_id", witness::key_id(key)},
+                    {"registered", true}});
+}
+
 Response Site::handle(const Request& r) const {
   const std::string path = r.target.substr(0, r.target.find('?'));
   const bool api = path.rfind("/api/", 0) == 0;
@@ -341,6 +367,7 @@ Response Site::handle(const Request& r) const {
   }
   if (path.rfind("/api/entries/", 0) == 0) return entry_api(r, path);
   if (path.rfind("/api/participants", 0) == 0 && r.method == "POST") return participants(r, path);
+  if (path == "/api/me/keys" && r.method == "POST") return register_key(r);
   if (r.method != "GET" && r.method != "HEAD") {
     Response out = api ? api_error(405, fmt::format("{} is not allowed on {}", r.method, path))
                        : Response{405, "text/plain; charset=utf-8", "method not allowed\n"};
@@ -356,9 +383,16 @@ Response Site::handle(const Request& r) const {
     return json(200, {{"id", p->id},
                       {"name", p->name},
                       {"admin", p->admin},
+                      {"board_key", to_hex(key_.public_key().data(), key_.public_key().size())},
+                      {"trainer_keys", trainer_keys(db_, p->id)},
                       {"worker_revoked", q.revoked(p->id)},
                       {"confirmed_replays", q.contributions(p->id)},
                       {"replays_required_to_rank", v_.policy.contribution}});
+  }
+  if (path == "/api/certificates/status") {
+    std::lock_guard<std::mutex> lock(db_mutex_);
+    JobQueue q(db_, v_.policy, key_);
+    return json(200, q.status_list());
   }
   if (path == "/api/tracks") {
     nlohmann::json list = nlohmann::json::array();

@@ -5,6 +5,7 @@
 //   GET /                    the tracks (HTML)          GET /api/tracks        the same (JSON)
 //   GET /tracks/ID           one track (HTML)           GET /api/tracks/ID     the same (JSON)
 //                                                       GET /api/me            the token's participant
+//   POST /api/me/keys {"public_key", "proof"}      register a trainer key (board/participants.h)
 //   GET /api/files/SHA256?size=N   begin (or look at) an upload: {"offset": bytes it holds}
 //   PUT /api/files/SHA256?offset=O a piece at O; the last one is checked and publishes the file
 //   GET /api/files/SHA256/content?offset=O  a published file's bytes from O (a piece of at
@@ -13,6 +14,7 @@
 //   GET /api/entries/ID            one entry, with its verification (board/jobs.h)
 //   GET /entries/ID                the same (HTML)
 //   GET /api/entries/ID/certificate         the board's signed certificate of a certified entry
+//   GET /api/certificates/status            the signed list of withdrawn certificates
 //   POST /api/entries/ID/challenges {"count": K}   K more segments drawn and replayed
 //   POST /api/jobs/lease {"worker": NAME}          a verification job for the caller's worker
 //   POST /api/jobs/ID/renew                        keep the lease
@@ -83,6 +85,7 @@ class Site {
   Response download(const Request& r, const std::string& hex) const;
   Response jobs(const Request& r, const std::string& path) const;
   Response participants(const Request& r, const std::string& path) const;
+  Response register_key(const Request& r) const;
   Response entry_api(const Request& r, const std::string& path) const;
   Response entry_page(const std::string& id) const;
   Response track_page(const Track& t) const;

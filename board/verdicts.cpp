@@ -74,7 +74,7 @@ json guarantee_json(int64_t S, const std::vector<double>& coins, int64_t pending
                  : fmt::format("the product of (1 - p f) over the draws' coins p"));
     statement += f99_colluding
                      ? fmt::format(", so with 99 % probability for f >= {:.3g}", *f99_colluding)
-                     : std::string(", which reaches 99 % for no fraction f");
+                     : std::string(", which never reaches 99 %");
   }
   return {{"challenges", c},
           {"pending_draws", pending},
@@ -246,10 +246,15 @@ void JobQueue::refresh(const std::string& entry) {
                          g["f_rejected_with_99_percent_under_collusion"]}};
       c["verified_at"] = utc_now();
       c["board"] = {{"entry", entry}, {"track", o.text(6)}, {"participant", o.text(7)}};
-      certificate = witness::sign_certificate(c, key_).dump();
+      const json signed_c = witness::sign_certificate(c, key_);
+      certificate = signed_c.dump();
+      db_.exec("INSERT INTO board_certificates (id, entry, issued, withdrawn, status, reason) "
+               "VALUES ($1, $2, $3, '', '', '')",
+               {signed_c["id"].get<std::string>(), entry, signed_c["verified_at"].get<std::string>()});
     }
   }
   if (status == "struck") {
+    withdraw_certificates(entry, "struck", detail);
     // Nothing more to learn about the run: first replays not yet leased are dropped. Checks of
     // participants' reports stay, so that a worker that lied about this entry is still caught.
     db_.exec("DELETE FROM board_jobs WHERE entry = $1 AND state = 'queued' AND role = 'replay'",

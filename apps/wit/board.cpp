@@ -92,16 +92,58 @@ int board_upload(const std::vector<fs::path>& files, const std::string& server,
   return 0;
 }
 
+namespace {
+
+// Registers `key` as one of the participant's trainer keys on the board: the board's claim for
+// this participant, signed with the private key.
+void register_key(board::Client& client, const witness::SigningKey& key) {
+  const nlohmann::json me = client.call("GET", "/api/me");
+  const witness::PublicKey board_key =
+      witness::load_public_key(me.at("board_key").get<std::string>());
+  const witness::Signature proof =
+      key.sign(board::trainer_key_claim(board_key, me.at("id").get<std::string>()));
+  client.call("POST", "/api/me/keys",
+              nlohmann::json{{"public_key", to_hex(key.public_key().data(), key.public_key().size())},
+                             {"proof", to_hex(proof.data(), proof.size())}}
+                  .dump());
+  fmt::print("trainer key {} registered for participant {} (board key {})\n",
+             witness::key_id(key.public_key()), me.at("name").get<std::string>(),
+             witness::key_id(board_key));
+}
+
+}  // namespace
+
+int board_register_key(const fs::path& key_file, const std::string& server,
+                       const std::string& token_flag) {
+  const std::string token = participant_token(token_flag, "registering a trainer key");
+  const fs::path file = key_file.empty() ? witness::default_key_path() : key_file;
+  board::Client client(server, token);
+  register_key(client, witness::SigningKey::load(file));
+  return 0;
+}
+
 int board_submit(const fs::path& run, const std::string& server, const std::string& token_flag,
-                 const std::string& track, const std::string& name) {
+                 const std::string& track, const std::string& name, const fs::path& key_flag) {
   const std::string token = participant_token(token_flag, "submitting");
   std::vector<std::string> names = {"witness.h5", "config.yaml", "model.safetensors"};
   for (const char* n : {"witness.h5", "config.yaml", "model.safetensors"})
     if (!fs::is_regular_file(run / n)) fail("{} has no {}: is it a finished run?", run.string(), n);
+  const witness::WitnessLog log = witness::read_log(run / "witness.h5");
   // The checkpoints the log commits to, and no other file (the board refuses extras).
-  for (const auto& row : witness::read_log(run / "witness.h5").tables.checkpoints)
+  for (const auto& row : log.tables.checkpoints)
     names.push_back(witness::checkpoint_file_name(row.fields.step));
   board::Client client(server, token);
+  // The board takes only runs signed by a key the participant registered: register the run's
+  // key when its private key is at hand (--key, else the default key when it is the run's).
+  const fs::path key_file = key_flag.empty() ? witness::default_key_path() : key_flag;
+  if (!key_flag.empty() || fs::exists(key_file)) {
+    witness::SigningKey key = witness::SigningKey::load(key_file);
+    if (key.public_key() == log.meta.public_key)
+      register_key(client, key);
+    else if (!key_flag.empty())
+      fail("--key {} is trainer key {}, but {} is signed by key {}", key_file.string(),
+           witness::key_id(key.public_key()), run.string(), witness::key_id(log.meta.public_key));
+  }
   nlohmann::json files = nlohmann::json::object();
   for (const std::string& n : names)
     files[n] = to_hex(client.upload(run / n, [](const std::string& line) {
@@ -115,12 +157,8 @@ int board_submit(const fs::path& run, const std::string& server, const std::stri
   const std::string signature = receipt["signature"];
   receipt.erase("signature");
   const witness::PublicKey board_key = witness::load_public_key(receipt["board_key"].get<std::string>());
-  witness::Signature sig{};
-  const Digest a = digest_from_hex(signature.substr(0, 64), "signature"),
-               b = digest_from_hex(signature.substr(64), "signature");
-  std::copy(a.begin(), a.end(), sig.begin());
-  std::copy(b.begin(), b.end(), sig.begin() + 32);
-  if (!witness::verify_signature(board_key, "wit-board-receipt-v1" + receipt.dump(), sig))
+  const auto sig = witness::signature_from_hex(signature);
+  if (!sig || !witness::verify_signature(board_key, "wit-board-receipt-v1" + receipt.dump(), *sig))
     fail("the board's receipt for entry {} does not verify", entry.value("id", "?"));
   fmt::print("submitted {} to {} as entry {} ({}): signed head {}, {} steps\n"
              "receipt signed by the board's key {}\n",

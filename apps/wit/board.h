@@ -1,6 +1,6 @@
 // `wit board`: the leaderboard. For operators: `tracks` (which runs may enter which track),
 // `dataset` (a prepared dataset as a track names it), `participant`, `serve` (the web server,
-// its verification queue and pool). For participants: `upload`, `submit`, `worker` (replay
+// its verification queue and pool). For participants: `register-key`, `upload`, `submit`, `worker` (replay
 // others' segments), `challenge`, `show`.
 #pragma once
 
@@ -52,9 +52,13 @@ int board_challenge(const std::string& entry, int64_t count, const std::string& 
 int board_show(const std::string& entry, const std::string& server);
 
 // Uploads a run's files (witness log, config, model, checkpoints) and submits it to a track;
-// prints the entry and its receipt.
+// prints the entry and its receipt. The run's trainer key is registered first when `key` (or,
+// when empty, the default key) is its private key.
 int board_submit(const std::filesystem::path& run, const std::string& server, const std::string& token,
-                 const std::string& track, const std::string& name);
+                 const std::string& track, const std::string& name, const std::filesystem::path& key);
+// Registers the trainer key in `key` (default: the default signing key) for the participant.
+int board_register_key(const std::filesystem::path& key, const std::string& server,
+                       const std::string& token);
 // Uploads files to a board, resuming interrupted uploads; the token comes from --token or
 // WIT_BOARD_TOKEN.
 int board_upload(const std::vector<std::filesystem::path>& files, const std::string& server,

@@ -109,6 +109,20 @@ void add_board(CLI::App& app) {
   submit->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
   submit->add_option("--track", *track, "The track to enter")->required();
   submit->add_option("--name", *entry_name, "The entry's name on the board")->required();
+  auto key_file = std::make_shared<std::filesystem::path>();
+  submit->add_option("--key", *key_file,
+                     "The run's private trainer key, registered with the board before submitting "
+                     "(default: $WIT_SIGNING_KEY or ~/.config/wit/signing-key.pem when it is the "
+                     "run's); the board takes only runs signed by a key you registered");
+  auto* register_key = board->add_subcommand(
+      "register-key",
+      "Register a trainer key for your participant: the board then takes runs signed by it from "
+      "you. Proves you hold the private key by signing the board's claim; nothing secret leaves");
+  register_key->add_option("--key", *key_file,
+                           "The private trainer key (default: $WIT_SIGNING_KEY or "
+                           "~/.config/wit/signing-key.pem)");
+  register_key->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
+  register_key->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
   auto wo = std::make_shared<BoardWorkerOptions>();
   auto* worker = board->add_subcommand(
       "worker", "Replay other participants' segments for a board (a normal MPI job: mpirun -np N "
@@ -145,7 +159,8 @@ void add_board(CLI::App& app) {
       return board_challenge(*challenge_entry, *challenge_count, *server, *token);
     if (board->got_subcommand(show)) return board_show(*challenge_entry, *server);
     if (board->got_subcommand(submit))
-      return board_submit(*run_dir, *server, *token, *track, *entry_name);
+      return board_submit(*run_dir, *server, *token, *track, *entry_name, *key_file);
+    if (board->got_subcommand(register_key)) return board_register_key(*key_file, *server, *token);
     if (board->got_subcommand(upload)) return board_upload(*upload_files, *server, *token);
     if (board->got_subcommand(serve)) return board_serve(*so);
     if (board->got_subcommand(participant)) return board_add_participant(*db, *name, *admin);

@@ -279,7 +279,7 @@ void add_query(CLI::App& app) {
       "the dataset but not reached before the run's end, or not in the dataset. Documents are "
       "matched by the SHA-256 of their canonical bytes (\\r\\n read as \\n), as `wit prepare` "
       "hashed them. --proof writes proofs that `wit query --check-proof` verifies alone, given "
-      "the run's manifest root and genesis (or a verifier's certificate).");
+      "the run's manifest root, genesis and signed head (or a verifier's certificate).");
   sub->add_option("run", o->run, "Run directory");
   sub->add_option("--doc", o->docs, "A file holding one document (repeatable)")->type_name("FILE");
   sub->add_option("--doc-id", o->doc_ids, "A document id of the run's manifest (repeatable)")
@@ -297,10 +297,14 @@ void add_query(CLI::App& app) {
   sub->add_flag("--json", o->json, "One JSON object per answer, for programs");
   sub->add_option("--check-proof", o->check_proof,
                   "Verify a proof file (no run or dataset needed) against a run you trust: "
-                  "--root and --genesis, or --certificate with --verifier-key")
+                  "--root, --genesis and --head, or --certificate with --verifier-key")
       ->type_name("FILE");
   sub->add_option("--root", o->root, "Manifest root (64 hex digits) the proof must be for");
   sub->add_option("--genesis", o->genesis, "Run genesis (64 hex digits) the proof must be for");
+  sub->add_option("--head", o->head,
+                  "The run's signed head hash (64 hex digits: its announcement, or `wit inspect "
+                  "RUN --json`'s signed_head.hash) the proof must end at; a proof made before the "
+                  "run went on (a resume) names an earlier head and is refused");
   sub->add_option("--certificate", o->certificate,
                   "A verifier's certificate naming the run (root, genesis, signed head)")
       ->type_name("FILE");
@@ -404,6 +408,12 @@ void add_verify(CLI::App& app) {
                   "trainer might know), fiat-shamir (challenges the trainer could grind); "
                   "repeatable")
       ->type_name("KIND");
+  sub->add_option("--status", o->status,
+                  "With --check-certificate: the issuer's signed status list, a file or a board's "
+                  "URL (http://HOST:PORT/ asks /api/certificates/status): exit 1 when it lists "
+                  "the certificate as withdrawn. Without it the check is offline and cannot know "
+                  "of a withdrawal")
+      ->type_name("FILE_OR_URL");
   actions()[sub] = [o] { return verify(*o); };
 }
 

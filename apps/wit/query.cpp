@@ -27,8 +27,8 @@ witness::TrustedRun trusted_run(const QueryOptions& o,
                                 std::optional<witness::CertificateStrength>& strength) {
   witness::TrustedRun t;
   if (!o.certificate.empty()) {
-    if (!o.root.empty() || !o.genesis.empty())
-      fail("--check-proof: give --certificate or --root and --genesis, not both");
+    if (!o.root.empty() || !o.genesis.empty() || !o.head.empty())
+      fail("--check-proof: give --certificate or --root, --genesis and --head, not both");
     if (o.verifier_key.empty())
       fail("--certificate needs --verifier-key KEY: a certificate counts only when a verifier "
            "you trust signed it");
@@ -44,12 +44,15 @@ witness::TrustedRun trusted_run(const QueryOptions& o,
         digest_from_hex(c.at("signed_head").at("hash").get<std::string>(), "signed_head");
     return t;
   }
-  if (o.root.empty() || o.genesis.empty())
+  if (o.root.empty() || o.genesis.empty() || o.head.empty())
     fail(
-        "--check-proof needs the run it is about: --root HEX and --genesis HEX (from the run's "
-        "announcement or `wit inspect RUN`), or --certificate FILE --verifier-key KEY");
+        "--check-proof needs the run it is about: --root HEX, --genesis HEX and --head HEX (from "
+        "the run's announcement or `wit inspect RUN --json`: manifest_root, genesis, "
+        "signed_head.hash), or --certificate FILE --verifier-key KEY. The head matters: a proof "
+        "made before the run went on says nothing of the steps after it");
   t.manifest_root = digest_from_hex(o.root, "--root");
   t.genesis = digest_from_hex(o.genesis, "--genesis");
+  t.signed_head = digest_from_hex(o.head, "--head");
   return t;
 }
 

@@ -19,7 +19,7 @@ struct QueryOptions {
   std::filesystem::path proof;  // write proofs here
   bool json = false;
   std::filesystem::path check_proof;  // verify this proof file instead, against either
-  std::string root, genesis;          // ... this manifest root and run genesis, or
+  std::string root, genesis, head;    // ... this manifest root, run genesis and signed head, or
   std::filesystem::path certificate;  // ... the run a certificate names,
   std::string verifier_key;           //     signed by this verifier
   std::vector<std::string> accept;    //     weaker certificates accepted (tolerance, seed, ...)

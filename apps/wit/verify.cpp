@@ -13,6 +13,9 @@
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/witnessing.h"
 #include "witness/verify/verify.h"
+#ifdef WIT_HAVE_BOARD
+#include "board/client.h"
+#endif
 
 namespace wit::cli {
 
@@ -48,6 +51,28 @@ int weaker_certificate_status(const witness::CertificateStrength& strength,
 
 namespace {
 
+// An issuer's status list: a file, or fetched from a board (its root or the list's URL).
+nlohmann::json status_list(const std::string& where) {
+  std::string text;
+  if (where.rfind("http://", 0) == 0) {
+#ifdef WIT_HAVE_BOARD
+    const size_t slash = where.find('/', 7);
+    const std::string server = slash == std::string::npos ? where + "/" : where.substr(0, slash + 1);
+    std::string target = slash == std::string::npos ? "/" : where.substr(slash);
+    if (target == "/") target = "/api/certificates/status";
+    return board::Client(server, "").call("GET", target);
+#else
+    fail("--status {}: this wit was built without the board client; fetch the list and give its "
+         "file",
+         where);
+#endif
+  }
+  text = read_text_file(where);
+  auto list = nlohmann::json::parse(text, nullptr, false);
+  if (list.is_discarded()) fail("--status {}: not JSON, not a status list", where);
+  return list;
+}
+
 int check_certificate_file(const VerifyCliOptions& o) {
   if (o.verifier_key.empty())
     fail(
@@ -69,6 +94,22 @@ int check_certificate_file(const VerifyCliOptions& o) {
              o.run.empty() ? "; not checked against a run (give RUN to check its files)"
                            : fmt::format("; it describes {} as it is now", o.run.string()));
   fmt::print("strength: {}\n", strength.summary);
+  if (o.status.empty()) {
+    fmt::print(
+        "withdrawal: not checked: offline, this cannot know whether the issuer has withdrawn the "
+        "certificate since (--status FILE_OR_URL consults its signed status list)\n");
+  } else {
+    const witness::CertificateStatus st =
+        witness::certificate_status(c, status_list(o.status), verifier);
+    if (!st.problem.empty()) fail("--status {}: {}", o.status, st.problem);
+    if (!st.withdrawn.is_null()) {
+      fmt::print("WITHDRAWN certificate {}: {} at {}: {} (status list of {})\n",
+                 o.check_certificate.string(), st.withdrawn.value("status", "withdrawn"),
+                 st.withdrawn.value("withdrawn", "?"), st.withdrawn.value("reason", "?"), st.issued);
+      return 1;
+    }
+    fmt::print("withdrawal: not withdrawn, by the issuer's status list of {}\n", st.issued);
+  }
   return weaker_certificate_status(strength, o.accept, o.check_certificate);
 }
 
@@ -180,6 +221,8 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
 
 int verify(const VerifyCliOptions& o) {
   if (!o.check_certificate.empty()) return check_certificate_file(o);
+  if (!o.status.empty())
+    fail("--status {} checks a certificate: give it with --check-certificate FILE", o.status);
   if (o.run.empty()) fail("wit verify needs a run directory (or --check-certificate FILE)");
   auto comm = dist::make_communicator();
   try {

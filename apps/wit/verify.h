@@ -25,6 +25,7 @@ struct VerifyCliOptions {
   std::filesystem::path check_certificate;
   std::string verifier_key;  // with --check-certificate: the key that must have signed it
   std::vector<std::string> accept;  // weaker certificates accepted: tolerance, seed, fiat-shamir
+  std::string status;  // with --check-certificate: the issuer's status list (file or http URL)
   std::optional<int64_t> segment;  // unset: train.checkpoint_every
   double tolerance = -1;     // < 0: exact replay (the default, the only mode that certifies)
   std::string mode = "ddp";  // the verifier's layout when launched with mpirun
@@ -32,7 +33,7 @@ struct VerifyCliOptions {
   bool whole_checkpoints = false;  // ... or every byte of every checkpoint
 };
 
-// Exit codes: 0 certified, 1 rejected (or an error, or an invalid certificate), 3 not
+// Exit codes: 0 certified, 1 rejected (or an error, or an invalid or withdrawn certificate), 3 not
 // reproducible, 4 consistent within tolerance (not a certification) — and, for a valid
 // certificate that is weaker than a certification from fresh randomness, 4 unless accepted.
 constexpr int kExitNotReproducible = 3;

@@ -10,7 +10,7 @@ WIT_BINARY=$1 WIT_DISHONEST=$2 WIT_DEMO_DIR="$work/demo" WIT_DEMO_DATA="$work/kj
   "$3/launch/board-demo" --no-build --exit >"$work/out" 2>&1 || { cat "$work/out"; fail "board-demo"; }
 grep -q "(honest tiny) on kjv-tiny by honest-lab: certified$" "$work/out" || { cat "$work/out"; fail "the honest run is not certified"; }
 grep -q "^  ranked$" "$work/out" || { cat "$work/out"; fail "the honest run is not ranked"; }
-grep -q "guarantee: the first and the last segment were replayed, and 3 segment(s) drawn" "$work/out" ||
+grep -q "guarantee: the first and the last segment were replayed by the board, and 3 segment(s) drawn" "$work/out" ||
   { cat "$work/out"; fail "no guarantee"; }
 grep -q "(too good to be true) on kjv-tiny by shady-lab: struck$" "$work/out" || { cat "$work/out"; fail "the dishonest run is not struck"; }
 grep -q "struck: .*eval after step 60, field value: recomputed .*, the log says" "$work/out" ||

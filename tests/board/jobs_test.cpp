@@ -189,7 +189,7 @@ TEST_P(JobsTest, ParticipantsNeverReplayTheirOwnEntriesAndTwoAgreeingReportsDeci
   // the board's coin at 0 nothing bounds a run whose checkers all collude with it.
   EXPECT_EQ(queue().contributions(ids_["bob"]), 0);
   EXPECT_EQ(standing_of(e, "bob"), "agreed");
-  EXPECT_TRUE(contains(v["guarantee"]["statement"], "reaches 99 % for no fraction f")) << v["guarantee"];
+  EXPECT_TRUE(contains(v["guarantee"]["statement"], "which never reaches 99 %")) << v["guarantee"];
   EXPECT_EQ(v["guarantee"]["bounds"][4]["under_collusion"], 0.0);
   EXPECT_FALSE(v["ranked"]);
   const auto all = queue().summaries("kjv-tiny");
@@ -250,6 +250,19 @@ TEST_P(JobsTest, AWorkerThatLiesIsCaughtRevokedAndItsPastReportsAreReplayedByThe
   // Mallory's reports on alice's run were voided and the board replayed those segments again.
   EXPECT_EQ(status(honest_run), "certified");
   EXPECT_EQ(standing_of(honest_run, "mallory"), "void");
+  // The certificate issued on the strength of mallory's word is withdrawn ("revoked"); the one
+  // issued after the board's own replays stands.
+  const json list = q.status_list();
+  ASSERT_EQ(list["withdrawn"].size(), 1u) << list;
+  EXPECT_EQ(list["withdrawn"][0]["entry"], honest_run);
+  EXPECT_EQ(list["withdrawn"][0]["status"], "revoked");
+  EXPECT_TRUE(contains(list["withdrawn"][0]["reason"], "found wrong")) << list;
+  const auto reissued = q.certificate(honest_run);
+  ASSERT_TRUE(reissued);
+  EXPECT_NE((*reissued)["id"], list["withdrawn"][0]["certificate"]);
+  const witness::CertificateStatus st = witness::certificate_status(*reissued, list, key_.public_key());
+  EXPECT_EQ(st.problem, "");
+  EXPECT_TRUE(st.withdrawn.is_null());
   // Bob's and carol's reports were confirmed by the board itself.
   EXPECT_EQ(q.contributions(ids_["bob"]), distinct_draws(honest_run));
   EXPECT_EQ(q.contributions(ids_["carol"]), distinct_draws(bad_run));
@@ -380,6 +393,55 @@ TEST_P(JobsTest, ALeaseThatExpiresReturnsTheJobAndTheLateReportIsRefused) {
   EXPECT_TRUE(contains(error_of([&] { q.report(job->id, ids_["mallory"], "m", {true, "", 1, ""}); }),
                        "is not leased to you"));
   (void)e;
+}
+
+TEST_P(JobsTest, ACertificateWhoseEntryIsStruckLaterIsWithdrawnInTheSignedStatusList) {
+  const std::string e = entry("alice", 20);
+  const std::string other = entry("bob", 20);
+  // Every middle segment not drawn yet fails when replayed: certified now, struck once a
+  // re-challenge draws one of them.
+  std::set<int64_t> undrawn;
+  for (int64_t k = 1; k < 19; ++k) undrawn.insert(k);
+  for (const Row& d : db_->query("SELECT segment FROM board_draws WHERE entry = $1", {e})) undrawn.erase(d.integer(0));
+  JobQueue q = queue();
+  while (auto job = q.lease(kBoardWorker)) q.report(job->id, kBoardWorker, "pool", truth(*job, job->entry == e ? undrawn : std::set<int64_t>{}));
+  ASSERT_EQ(status(e), "certified");
+  const auto issued = q.certificate(e), bystander = q.certificate(other);
+  ASSERT_TRUE(issued && bystander);
+  EXPECT_EQ((*issued)["id"].get<std::string>().size(), 32u);
+  const json before = q.status_list();
+  EXPECT_TRUE(before["withdrawn"].empty());
+  EXPECT_TRUE(witness::certificate_status(*issued, before, key_.public_key()).withdrawn.is_null());
+  for (int i = 0; i < 100 && status(e) == "certified"; ++i) {
+    q.rechallenge(e, 1, ids_["carol"]);
+    while (auto job = q.lease(kBoardWorker)) q.report(job->id, kBoardWorker, "pool", truth(*job, undrawn));
+  }
+  ASSERT_EQ(status(e), "struck");
+  EXPECT_FALSE(q.certificate(e));
+  // Every certificate the entry had (re-challenges that passed re-signed it) is withdrawn.
+  const json list = q.status_list();
+  ASSERT_GE(list["withdrawn"].size(), 1u) << list;
+  for (const json& w : list["withdrawn"]) EXPECT_TRUE(w["entry"] == e && w["status"] == "struck") << w;
+  const witness::CertificateStatus st = witness::certificate_status(*issued, list, key_.public_key());
+  EXPECT_EQ(st.problem, "");
+  ASSERT_FALSE(st.withdrawn.is_null());
+  EXPECT_EQ(st.withdrawn["status"], "struck");
+  EXPECT_TRUE(contains(st.withdrawn["reason"], "field loss")) << st.withdrawn;
+  EXPECT_TRUE(witness::certificate_status(*bystander, list, key_.public_key()).withdrawn.is_null());
+  // The list proves something only signed by the certificate's key, unchanged, and issued after
+  // the certificate: an old list cannot hide a withdrawal.
+  json changed = list;
+  changed["withdrawn"] = json::array();
+  EXPECT_TRUE(contains(witness::certificate_status(*issued, changed, key_.public_key()).problem, "signature does not match"));
+  const witness::SigningKey other_key = witness::SigningKey::generate();
+  EXPECT_TRUE(contains(witness::certificate_status(*issued, witness::sign_status_list({{"issued", list["issued"]}, {"withdrawn", json::array()}}, other_key),
+                                                   key_.public_key()).problem,
+                       "not signed by the certificate's verifier key"));
+  const json old = witness::sign_status_list({{"issued", "2001-01-01T00:00:00Z"}, {"withdrawn", json::array()}}, key_);
+  EXPECT_TRUE(contains(witness::certificate_status(*issued, old, key_.public_key()).problem, "before the certificate"));
+  json no_id = *issued;
+  no_id.erase("id");
+  EXPECT_TRUE(contains(witness::certificate_status(no_id, list, key_.public_key()).problem, "has no id"));
 }
 
 TEST_P(JobsTest, AReChallengeDrawsMoreSegmentsAndTightensTheGuarantee) {

@@ -2,7 +2,7 @@
 # `wit board serve`: on a free loopback port it serves the shipped tracks' pages and API, knows
 # a participant added with `wit board participant` by its token, takes a 64 MiB upload that was
 # stopped after its first piece and resumed, enters a real run (and refuses one for another
-# track's dataset), survives kill -9 mid-upload with its state, and SIGTERM stops it with exit
+# track's dataset, another participant's run, copies and extras), survives kill -9 mid-upload with its state, and SIGTERM stops it with exit
 # 0; a bad --listen or an unusable address is refused.
 # Usage: serve.sh WIT_BINARY SOURCE_DIR
 set -uo pipefail
@@ -107,10 +107,23 @@ out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track k
   fail "the same run was entered twice"
 grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the duplicate: $out"
 "$wit" keygen --out "$work/thief.pem" >/dev/null
+# Theft: lab-b downloads lab-a's published run and enters it as is: its log is signed by a key
+# lab-b cannot register (it does not hold the private key), so the board refuses it first.
+out=$(WIT_SIGNING_KEY="$work/thief.pem" "$wit" board submit "$work/run" --server "$url" --token "$token_b" \
+  --track kjv-tiny --name stolen 2>&1) && fail "another participant's run was entered as is"
+grep -q "400 witness.h5 is signed by trainer key [0-9a-f]* ([0-9a-f]*), which participant lab-b has not registered" <<<"$out" ||
+  fail "no refusal of the stolen run: $out"
+out=$("$wit" board submit "$work/run" --server "$url" --token "$token_b" --track kjv-tiny --name stolen \
+  --key "$work/thief.pem" 2>&1) && fail "a run was entered with a key that did not sign it"
+grep -q "is trainer key [0-9a-f]*, but .* is signed by key" <<<"$out" || fail "a wrong --key is not named: $out"
+"$wit" board register-key --key "$work/thief.pem" --server "$url" --token "$token_b" >"$work/register" 2>&1 ||
+  { cat "$work/register"; fail "register-key"; }
+grep -q "trainer key [0-9a-f]* registered for participant lab-b" "$work/register" || { cat "$work/register"; fail "register-key said"; }
+echo "theft: another participant's run refused (its key is not the thief's); $(cat "$work/register")"
 WIT_SIGNING_KEY="$work/thief.pem" "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --out "$work/copy" -q >/dev/null ||
   fail "train the copy"
-out=$("$wit" board submit "$work/copy" --server "$url" --token "$token_b" --track kjv-tiny --name mine 2>&1) &&
-  fail "a re-keyed copy of another participant's run was entered"
+out=$("$wit" board submit "$work/copy" --server "$url" --token "$token_b" --track kjv-tiny --name mine \
+  --key "$work/thief.pem" 2>&1) && fail "a re-keyed copy of another participant's run was entered"
 grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the copy: $out"
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=9 --out "$work/other" -q >/dev/null || fail "train another"
 "$wit" board submit "$work/other" --server "$url" --token "$token_b" --track kjv-tiny --name "own seed" \

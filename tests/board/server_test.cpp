@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "tests/data/temp_dir.h"
+#include "witness/verify/certificate.h"
 
 namespace wit::board {
 namespace {
@@ -268,6 +269,56 @@ TEST_F(ServerTest, ASubmissionIsCheckedBeforeAnythingIsRecorded) {
                        "witness.h5 is not a witness log"));
   EXPECT_EQ(db_->query("SELECT id FROM board_entries").size(), 0u);
   EXPECT_EQ(request(http::verb::get, "/api/entries/none").result_int(), 404);
+}
+
+TEST_F(ServerTest, ATrainerKeyIsRegisteredOnlyWithItsSignatureOfTheBoardsClaim) {
+  auto post = [&](const nlohmann::json& body, const std::string& token) {
+    return request(http::verb::post, "/api/me/keys", body.dump(), token);
+  };
+  EXPECT_EQ(post({}, "").result_int(), 401);
+  EXPECT_EQ(post({{"public_key", "ab"}}, token_).result_int(), 400);
+  const auto me = nlohmann::json::parse(request(http::verb::get, "/api/me", "", token_).body());
+  ASSERT_EQ(me["board_key"], to_hex(key_.public_key().data(), 32));
+  EXPECT_TRUE(me["trainer_keys"].empty());
+  const witness::SigningKey trainer = witness::SigningKey::generate();
+  const std::string key_hex = to_hex(trainer.public_key().data(), 32);
+  auto proof = [&](const witness::PublicKey& board, const std::string& participant) {
+    const witness::Signature s = trainer.sign(trainer_key_claim(board, participant));
+    return to_hex(s.data(), s.size());
+  };
+  // Someone holding only the public key (it is in every log it signed) cannot register it.
+  auto res = post({{"public_key", key_hex}, {"proof", std::string(128, '0')}}, token_);
+  EXPECT_EQ(res.result_int(), 400);
+  EXPECT_TRUE(contains(res.body(), "is not trainer key")) << res.body();
+  // A proof made for another board, or for another participant, does not carry over.
+  res = post({{"public_key", key_hex}, {"proof", proof(witness::SigningKey::generate().public_key(), me["id"])}}, token_);
+  EXPECT_EQ(res.result_int(), 400);
+  const std::string other = add_participant(*db_, "lab-b", false);
+  res = post({{"public_key", key_hex}, {"proof", proof(key_.public_key(), me["id"])}}, other);
+  EXPECT_EQ(res.result_int(), 400);
+  EXPECT_TRUE(nlohmann::json::parse(request(http::verb::get, "/api/me", "", other).body())["trainer_keys"].empty());
+  // The holder registers it (twice is harmless).
+  for (int i = 0; i < 2; ++i) {
+    res = post({{"public_key", key_hex}, {"proof", proof(key_.public_key(), me["id"])}}, token_);
+    ASSERT_EQ(res.result_int(), 200) << res.body();
+  }
+  EXPECT_EQ(nlohmann::json::parse(res.body())["key_id"], witness::key_id(trainer.public_key()));
+  EXPECT_EQ(nlohmann::json::parse(request(http::verb::get, "/api/me", "", token_).body())["trainer_keys"],
+            nlohmann::json::array({key_hex}));
+  EXPECT_TRUE(has_trainer_key(*db_, me["id"], trainer.public_key()));
+}
+
+TEST_F(ServerTest, TheStatusListIsPublicAndSignedByTheBoard) {
+  const auto res = request(http::verb::get, "/api/certificates/status");
+  ASSERT_EQ(res.result_int(), 200);
+  const auto list = nlohmann::json::parse(res.body());
+  EXPECT_TRUE(list["withdrawn"].empty());
+  const nlohmann::json certificate = {{"id", "0123"}, {"verified_at", "2001-01-01T00:00:00Z"}};
+  const witness::CertificateStatus st = witness::certificate_status(certificate, list, key_.public_key());
+  EXPECT_EQ(st.problem, "");
+  EXPECT_TRUE(st.withdrawn.is_null());
+  EXPECT_TRUE(contains(witness::certificate_status(certificate, list, witness::SigningKey::generate().public_key()).problem,
+                       "not signed by the certificate's verifier key"));
 }
 
 TEST_F(ServerTest, PagesAreHtmlWithTheOperatorsTextEscaped) {

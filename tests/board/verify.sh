@@ -5,7 +5,9 @@
 # is revoked, a worker that leases a job and vanishes loses it when its lease expires, and the
 # board is killed with -9 mid-verification and restarted. In the end the honest entries are
 # certified and ranked, with certificates `wit verify --check-certificate` accepts, the forged
-# one is struck naming step 23 and the field, and a re-challenge tightens a guarantee.
+# one is struck naming step 23 and the field, and a re-challenge tightens a guarantee. A run
+# forged in a middle segment is certified while no middle segment is drawn, struck by
+# re-challenges, and its certificate is withdrawn in the board's signed status list.
 # Usage: verify.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
 set -uo pipefail
 wit=$1
@@ -35,12 +37,14 @@ small=(--set data.dir="$work/kjv" --set model.n_layer=1 --set model.n_head=2 --s
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=2 --out "$work/b" -q >/dev/null || fail "train b"
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=3 --out "$work/m" -q >/dev/null || fail "train m"
 "$liar" "$work/m" "$WIT_SIGNING_KEY" forge-loss 23 >/dev/null || fail "the dishonest trainer"
+"$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=4 --out "$work/w" -q >/dev/null || fail "train w"
+"$liar" "$work/w" "$WIT_SIGNING_KEY" forge-loss 9 >/dev/null || fail "the dishonest trainer (w)"
 
 # Starts the board on a free port with extra options: its pid in $pid, its address in $url.
 start_board() {
   "$wit" board serve --tracks "$src/configs/board/tracks.yaml" --db "$work/board.sqlite" \
     --files "$work/files" --key "$work/board.pem" --listen 127.0.0.1:0 --datasets "$work/kjv" \
-    --challenges 8 --contribution 1 --spot-check 1 --lease 4 "$@" >>"$work/board.out" 2>&1 &
+    --challenges "${challenges:-8}" --contribution 1 --spot-check 1 --lease 4 "$@" >>"$work/board.out" 2>&1 &
   pid=$!
   url=""
   for _ in $(seq 200); do
@@ -238,6 +242,48 @@ $py -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['guarantee']['
 "$wit" verify --check-certificate "$work/cert-a2.json" --verifier-key "$work/board.pem.pub" "$work/a" >/dev/null ||
   fail "the re-signed certificate does not check"
 echo "re-challenge: $(cat "$work/challenge.out"); certificate now states 11 challenges"
+
+# Withdrawal. Offline, a check cannot know of it; the board's signed status list says a's
+# certificate stands.
+grep -q "withdrawal: not checked: offline" "$work/check-a" || { cat "$work/check-a"; fail "the offline check does not say it cannot know"; }
+"$wit" verify --check-certificate "$work/cert-a2.json" --verifier-key "$work/board.pem.pub" --status "$url" \
+  >"$work/status-a" 2>&1 || { cat "$work/status-a"; fail "a's certificate with the status list"; }
+grep -q "withdrawal: not withdrawn, by the issuer's status list of 20" "$work/status-a" || { cat "$work/status-a"; fail "no status line"; }
+# A run forged in a middle segment (its loss at step 9, segment 4), entered while the board
+# draws no middle segments: certified on its first, last and final checks. Re-challenges strike
+# it, and the certificate fetched before is withdrawn: the status list says so, signed.
+kill -TERM $pid
+wait $pid
+challenges=0 start_board --pool-delay 0
+"$wit" board submit "$work/w" --server "$url" --token "$(tok carol)" --track kjv-tiny --name forged-w \
+  >"$work/submit-w" 2>&1 || { cat "$work/submit-w"; fail "submit w"; }
+W=$(entry_of "$work/submit-w")
+wait_decided $W | grep -q ": certified$" || fail "w, checked on its first and last segments only, is not certified"
+curl -sf "${url}api/entries/$W/certificate" >"$work/cert-w.json" || fail "no certificate for w"
+"$wit" verify --check-certificate "$work/cert-w.json" --verifier-key "$work/board.pem.pub" --status "$url" >/dev/null 2>&1 ||
+  fail "w's certificate does not check before its strike"
+for _ in $(seq 30); do
+  "$wit" board challenge $W -c 5 --server "$url" --token "$(tok alice)" >/dev/null 2>&1 || fail "re-challenge w"
+  wait_decided $W | grep -q ": struck$" && break
+done
+"$wit" board show $W --server "$url" | grep -q "struck: segment 4 (steps 8 to 9): challenges: step 9, field loss" ||
+  { "$wit" board show $W --server "$url"; fail "w is not struck at step 9"; }
+"$wit" verify --check-certificate "$work/cert-w.json" --verifier-key "$work/board.pem.pub" "$work/w" >"$work/offline-w" 2>&1 ||
+  { cat "$work/offline-w"; fail "offline, the withdrawn certificate should still check"; }
+"$wit" verify --check-certificate "$work/cert-w.json" --verifier-key "$work/board.pem.pub" --status "$url" \
+  >"$work/status-w" 2>&1 && { cat "$work/status-w"; fail "a withdrawn certificate passed with --status"; }
+grep -q "^WITHDRAWN certificate .*cert-w.json: struck at 20.*: segment 4 (steps 8 to 9): .*step 9, field loss" "$work/status-w" ||
+  { cat "$work/status-w"; fail "the withdrawal is not named"; }
+curl -sf "${url}api/certificates/status" >"$work/status.json" || fail "no status list"
+"$wit" verify --check-certificate "$work/cert-w.json" --verifier-key "$work/board.pem.pub" --status "$work/status.json" \
+  >/dev/null 2>&1 && fail "a withdrawn certificate passed with the status list's file"
+sed 's/"struck"/"standing"/' "$work/status.json" >"$work/status-edited.json"
+out=$("$wit" verify --check-certificate "$work/cert-w.json" --verifier-key "$work/board.pem.pub" --status "$work/status-edited.json" 2>&1) &&
+  fail "an edited status list was taken"
+grep -q "signature does not match" <<<"$out" || fail "the edited list is not named: $out"
+"$wit" verify --check-certificate "$work/cert-a2.json" --verifier-key "$work/board.pem.pub" --status "$work/status.json" >/dev/null ||
+  fail "a's certificate is withdrawn too"
+echo "withdrawal: offline the check says it cannot know; $(grep WITHDRAWN "$work/status-w")"
 # The OpenAPI document names every route the site serves, and what the live board answers has
 # the documented fields.
 $py - "$url" "$A" "$src/docs/board-api.yaml" "$src/board/site.h" <<'PY' || fail "docs/board-api.yaml"

@@ -18,12 +18,25 @@ done
 "$wit" train "$src/configs/tiny.yaml" --set data.dir="$work/data" --set model.n_layer=1 \
   --set model.n_embd=32 --set model.n_head=2 --set data.seq_len=16 --set train.steps=60 \
   --set train.micro_batches=2 --set train.micro_batch_size=4 --set train.eval_every=0 \
-  --set train.checkpoint_every=0 --out "$work/run" -q >/dev/null || fail "train"
+  --set train.checkpoint_every=0 --out "$work/run" --until 30 -q >/dev/null || fail "train"
+signed_head() { "$wit" inspect "$1" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["signed_head"]["hash"])'; }
+# A proof made half-way, before the run went on: valid for that head only.
+first_doc=$(ls "$work"/corpus/*.txt | head -1)
+"$wit" query "$work/run" --doc "$first_doc" --proof "$work/early.json" >/dev/null || fail "query half-way"
+early_head=$(signed_head "$work/run")
+"$wit" train --resume "$work/run" -q >/dev/null || fail "resume"
 root=$("$wit" inspect "$work/run" --json | sed -n 's/^  "manifest_root": "\([0-9a-f]*\)",$/\1/p')
 [ ${#root} -eq 64 ] || fail "no manifest root from wit inspect"
 genesis=$("$wit" inspect "$work/run" --json | sed -n 's/^  "genesis": "\([0-9a-f]*\)",$/\1/p')
 [ ${#genesis} -eq 64 ] || fail "no genesis from wit inspect"
-run_id=(--root "$root" --genesis "$genesis")
+head=$(signed_head "$work/run")
+[ ${#head} -eq 64 ] && [ "$head" != "$early_head" ] || fail "no new signed head after the resume"
+run_id=(--root "$root" --genesis "$genesis" --head "$head")
+"$wit" query --check-proof "$work/early.json" --root "$root" --genesis "$genesis" --head "$early_head" >/dev/null ||
+  fail "a half-way proof rejected against its own head"
+out=$("$wit" query --check-proof "$work/early.json" "${run_id[@]}") && fail "a stale proof passed for the finished run"
+grep -q "a proof made before the run went on" <<<"$out" || fail "the stale proof is not explained: $out"
+echo "stale proof refused: $out"
 
 # Every document file: one answer each; the included ones with steps, the others held out.
 "$wit" query "$work/run" $(for f in "$work"/corpus/*.txt; do echo --doc "$f"; done) --json >"$work/answers.jsonl" || fail "query"
@@ -49,9 +62,11 @@ cmp -s "$work/inc.json" "$work/bad.json" && fail "could not damage the proof"
 "$wit" query --check-proof "$work/bad.json" "${run_id[@]}" >"$work/bad.txt" && fail "a damaged proof passed"
 grep -q INVALID "$work/bad.txt" || fail "no INVALID line"
 other=$(printf '%064d' 7)
-"$wit" query --check-proof "$work/inc.json" --root "$other" --genesis "$genesis" >/dev/null && fail "a proof passed for another root"
-"$wit" query --check-proof "$work/inc.json" --root "$root" --genesis "$other" >/dev/null && fail "a proof passed for another run"
+"$wit" query --check-proof "$work/inc.json" --root "$other" --genesis "$genesis" --head "$head" >/dev/null && fail "a proof passed for another root"
+"$wit" query --check-proof "$work/inc.json" --root "$root" --genesis "$other" --head "$head" >/dev/null && fail "a proof passed for another run"
 grep -q "needs the run it is about" <<<"$("$wit" query --check-proof "$work/inc.json" --root "$root" 2>&1)" || fail "a proof checked against a root alone"
+grep -q "needs the run it is about" <<<"$("$wit" query --check-proof "$work/inc.json" --root "$root" --genesis "$genesis" 2>&1)" ||
+  fail "a proof checked without the run's head"
 
 # A log whose chain is broken answers nothing.
 cp -r "$work/run" "$work/broken-run"

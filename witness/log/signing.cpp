@@ -266,6 +266,15 @@ bool verify_signature(const PublicKey& key, std::string_view message, const Sign
   return ok;
 }
 
+std::optional<Signature> signature_from_hex(std::string_view hex) {
+  if (hex.size() != 128 || hex.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+    return std::nullopt;
+  Signature sig{};
+  auto nibble = [](char c) { return uint8_t(c <= '9' ? c - '0' : c - 'a' + 10); };
+  for (size_t i = 0; i < sig.size(); ++i) sig[i] = uint8_t(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+  return sig;
+}
+
 PublicKey load_public_key(const std::string& file_or_hex) {
   std::string s = file_or_hex;
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();

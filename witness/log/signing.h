@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -54,6 +55,9 @@ bool verify_signature(const PublicKey& key, std::string_view message, const Sign
 // Reads a public key from 64 hex digits (the raw key) or else from a SubjectPublicKeyInfo PEM
 // file, such as the .pub file `wit keygen` writes.
 PublicKey load_public_key(const std::string& file_or_hex);
+
+// A signature from 128 lowercase hex digits; nullopt for anything else.
+std::optional<Signature> signature_from_hex(std::string_view hex);
 
 // Short, stable name of a key: the first 16 hex digits of SHA-256("wit-key-id-v1" ‖ key).
 std::string key_id(const PublicKey& key);

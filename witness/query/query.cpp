@@ -349,7 +349,8 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
   if (!verify_signature(meta.public_key, signed_message(head_digest), signature))
     invalid("the signed head is not signed by the run's key");
   if (trusted.signed_head && *trusted.signed_head != head_digest)
-    invalid(fmt::format("the proof is for signed head {}, not the certified {}",
+    invalid(fmt::format("the proof is for signed head {}, not {}, the run's head as trusted (a "
+                        "proof made before the run went on, or of another run)",
                         to_hex(head_digest).substr(0, 16), to_hex(*trusted.signed_head).substr(0, 16)));
   RunFacts facts;
   try {

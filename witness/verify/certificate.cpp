@@ -3,8 +3,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/sha256.h"
 #include "core/fs.h"
 #include "witness/log/reader.h"
 
@@ -15,10 +21,76 @@ using nlohmann::json;
 
 json sign_certificate(json certificate, const SigningKey& key) {
   certificate.erase("signature");
+  certificate.erase("id");
   certificate["verifier_key"] = to_hex(key.public_key().data(), 32);
+  // Random, so that a certificate issued again with the same contents (after a withdrawal) is
+  // not the withdrawn one.
+  std::array<uint8_t, 16> id{};
+  for (size_t got = 0; got < id.size();) {
+    const ssize_t n = ::getrandom(id.data() + got, id.size() - got, 0);
+    if (n < 0 && errno != EINTR) fail("getrandom: {}", std::strerror(errno));
+    if (n > 0) got += size_t(n);
+  }
+  certificate["id"] = to_hex(id.data(), id.size());
   const Signature s = key.sign(std::string(kCertificateFormat) + certificate.dump());
   certificate["signature"] = to_hex(s.data(), s.size());
   return certificate;
+}
+
+json sign_status_list(json list, const SigningKey& key) {
+  list.erase("signature");
+  list["format"] = kStatusListFormat;
+  list["issuer_key"] = to_hex(key.public_key().data(), 32);
+  const Signature s = key.sign(std::string(kStatusListFormat) + list.dump());
+  list["signature"] = to_hex(s.data(), s.size());
+  return list;
+}
+
+CertificateStatus certificate_status(const json& certificate, const json& list,
+                                     const PublicKey& verifier) {
+  CertificateStatus out;
+  auto text = [](const json& j, const char* name) {
+    return j.is_object() && j.contains(name) && j[name].is_string() ? j[name].get<std::string>()
+                                                                     : std::string();
+  };
+  const std::string id = text(certificate, "id");
+  if (id.empty()) {
+    out.problem = "the certificate has no id, so no status list can name it";
+    return out;
+  }
+  if (text(list, "format") != kStatusListFormat) {
+    out.problem = fmt::format("not a {} status list", kStatusListFormat);
+    return out;
+  }
+  const auto sig = signature_from_hex(text(list, "signature"));
+  if (!sig || text(list, "issuer_key") != to_hex(verifier.data(), verifier.size())) {
+    out.problem = fmt::format("the status list is not signed by the certificate's verifier key {}",
+                              key_id(verifier));
+    return out;
+  }
+  json body = list;
+  body.erase("signature");
+  if (!verify_signature(verifier, std::string(kStatusListFormat) + body.dump(), *sig)) {
+    out.problem = "the status list's signature does not match its contents (it was changed)";
+    return out;
+  }
+  out.issued = text(list, "issued");
+  const std::string made = text(certificate, "verified_at");
+  // Same-format UTC times ("2026-12-06T01:02:03Z") order as strings.
+  if (out.issued.size() != 20 || made.size() != 20 || out.issued < made) {
+    out.problem = fmt::format(
+        "the status list was issued at '{}', before the certificate ('{}'): it cannot say "
+        "whether the certificate was withdrawn; fetch a current one",
+        out.issued, made);
+    return out;
+  }
+  if (!list.contains("withdrawn") || !list["withdrawn"].is_array()) {
+    out.problem = "the status list has no 'withdrawn' array";
+    return out;
+  }
+  for (const json& w : list["withdrawn"])
+    if (text(w, "certificate") == id) out.withdrawn = w;
+  return out;
 }
 
 json run_identity(const WitnessLog& log, const Heads& head, const Digest& final_state_hash) {
@@ -59,13 +131,9 @@ std::string check_certificate(const json& c, const PublicKey& verifier) {
                          key_id(verifier));
     json body = c;
     body.erase("signature");
-    const std::string sig_hex = c["signature"].get<std::string>();
-    if (sig_hex.size() != 128 || sig_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-      return "the signature is not 64 bytes of hex";
-    Signature sig{};
-    for (size_t i = 0; i < 64; ++i)
-      sig[i] = uint8_t(std::stoul(sig_hex.substr(2 * i, 2), nullptr, 16));
-    if (!verify_signature(key, std::string(kCertificateFormat) + body.dump(), sig))
+    const auto sig = signature_from_hex(c["signature"].get<std::string>());
+    if (!sig) return "the signature is not 64 bytes of hex";
+    if (!verify_signature(key, std::string(kCertificateFormat) + body.dump(), *sig))
       return "the signature does not match the certificate's contents (a field was changed)";
     return "";
   } catch (const std::exception& e) {

@@ -39,6 +39,22 @@ CertificateStrength certificate_strength(const nlohmann::json& certificate);
 // The weaker kinds a reader may accept by name (--accept).
 bool is_certificate_weakness(const std::string& name);
 
+// Withdrawal. A certificate's "id" (128 random bits, set when it is signed) names it in its
+// issuer's status list: the ids it withdrew, each with "status" (struck: a later check of the run
+// failed; revoked: a report it relied on was found wrong) and "reason", signed by the same key.
+// A certificate checked offline says nothing about withdrawal after it was fetched.
+constexpr const char* kStatusListFormat = "wit-status-v1";
+nlohmann::json sign_status_list(nlohmann::json list, const SigningKey& key);
+struct CertificateStatus {
+  std::string problem;  // "" when the list is valid for this certificate, else why it is not
+  std::string issued;   // when the list was issued (UTC, ISO 8601)
+  nlohmann::json withdrawn;  // the certificate's entry in the list; null while it stands
+};
+// Checks `list` (signed by `verifier`, issued no earlier than the certificate) and looks the
+// certificate up in it.
+CertificateStatus certificate_status(const nlohmann::json& certificate, const nlohmann::json& list,
+                                     const PublicKey& verifier);
+
 // Checks that a certificate describes the run in `run` as it is now: its genesis, signed head,
 // dataset, trainer key, final state and published model. "" when it does.
 std::string check_certificate_against_run(const nlohmann::json& certificate,

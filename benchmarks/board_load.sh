@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60} rate=${2:-200} submitters=${3:-32}
 wit=$PWD/${WIT_BUILD_DIR:-build}/apps/wit/wit
 work=$(mktemp -d /tmp/wit-board-load-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export WIT_SIGNING_KEY="$work/trainer.pem"
 "$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
 "$wit" keygen --out "$work/board.pem" >/dev/null

@@ -15,22 +15,6 @@ namespace {
 
 constexpr uint64_t kDownloadPiece = 16 << 20;
 
-nlohmann::json track_json(const Track& t) {
-  return {{"id", t.id},
-          {"title", t.title},
-          {"dataset",
-           {{"manifest_root", to_hex(t.manifest_root)},
-            {"data_layout", to_hex(t.data_layout)},
-            {"tokenizer", t.tokenizer}}},
-          {"model", {{"family", t.family}, {"max_params", t.max_params}}},
-          {"budget", {{"max_tokens", t.max_tokens}}},
-          {"eval",
-           {{"split", t.split},
-            {"metric", t.metric},
-            {"seq_len", t.eval_seq_len},
-            {"sequences", t.eval_sequences}}}};
-}
-
 Response json(int status, const nlohmann::json& j) {
   return {status, "application/json", j.dump(2) + "\n"};
 }

@@ -166,4 +166,43 @@ std::vector<std::string> entry_problems(const Track& t, const witness::RunMeta& 
   return out;
 }
 
+nlohmann::json track_json(const Track& t) {
+  return {{"id", t.id},
+          {"title", t.title},
+          {"dataset",
+           {{"manifest_root", to_hex(t.manifest_root)},
+            {"data_layout", to_hex(t.data_layout)},
+            {"tokenizer", t.tokenizer}}},
+          {"model", {{"family", t.family}, {"max_params", t.max_params}}},
+          {"budget", {{"max_tokens", t.max_tokens}}},
+          {"eval",
+           {{"split", t.split},
+            {"metric", t.metric},
+            {"seq_len", t.eval_seq_len},
+            {"sequences", t.eval_sequences}}}};
+}
+
+Track track_from_json(const nlohmann::json& j) {
+  try {
+    Track t;
+    t.id = j.at("id").get<std::string>();
+    t.title = j.at("title").get<std::string>();
+    const auto& d = j.at("dataset");
+    t.manifest_root = digest_from_hex(d.at("manifest_root").get<std::string>(), "manifest_root");
+    t.data_layout = digest_from_hex(d.at("data_layout").get<std::string>(), "data_layout");
+    t.tokenizer = d.at("tokenizer").get<std::string>();
+    t.family = j.at("model").at("family").get<std::string>();
+    t.max_params = j.at("model").at("max_params").get<int64_t>();
+    t.max_tokens = j.at("budget").at("max_tokens").get<int64_t>();
+    const auto& e = j.at("eval");
+    t.split = e.at("split").get<std::string>();
+    t.metric = e.at("metric").get<std::string>();
+    t.eval_seq_len = e.at("seq_len").get<int64_t>();
+    t.eval_sequences = e.at("sequences").get<int64_t>();
+    return t;
+  } catch (const nlohmann::json::exception& e) {
+    fail("the board's track is not as documented: {}", e.what());
+  }
+}
+
 }  // namespace wit::board

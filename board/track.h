@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/sha256.h"
 #include "witness/log/reader.h"
 
@@ -45,6 +47,11 @@ struct Track {
 
 // Reads and checks a tracks file; an error names the file, the line and the problem.
 std::vector<Track> load_tracks(const std::filesystem::path& file);
+
+// A track as the board's API shows it (GET /api/tracks/ID), and back: a client checks a run
+// against the board's own rules before it uploads anything.
+nlohmann::json track_json(const Track& t);
+Track track_from_json(const nlohmann::json& j);  // an Error names what is missing
 
 // Why `meta` (a witness log's committed metadata) may not enter `track`: one line per broken
 // rule, empty when it may.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -132,7 +133,21 @@ int board_submit(const fs::path& run, const std::string& server, const std::stri
   // The checkpoints the log commits to, and no other file (the board refuses extras).
   for (const auto& row : log.tables.checkpoints)
     names.push_back(witness::checkpoint_file_name(row.fields.step));
+  // Everything that can be known here is checked before a byte is uploaded: the log whole,
+  // the track's rules (as the board gives them) and the trainer key.
+  const witness::LogReport report = witness::check_log(log);
+  if (!report.ok())
+    fail("{}: the witness log does not check: {}; nothing was uploaded", run.string(),
+         report.problems.front().text());
+  if (!report.complete || !report.signed_heads || report.signed_steps != report.valid_steps)
+    fail("{}: the run is not complete and signed ({} of {} steps signed); nothing was uploaded",
+         run.string(), report.signed_steps, report.config ? report.config->train.steps : 0);
   board::Client client(server, token);
+  const board::Track rules = board::track_from_json(client.call("GET", "/api/tracks/" + track));
+  if (const auto problems = board::entry_problems(rules, log.meta); !problems.empty())
+    fail("{} may not enter {}: {}; nothing was uploaded (wit board tracks says which tracks a run "
+         "may enter)",
+         run.string(), track, fmt::join(problems, "; "));
   // The board takes only runs signed by a key the participant registered: register the run's
   // key when its private key is at hand (--key, else the default key when it is the run's).
   const fs::path key_file = key_flag.empty() ? witness::default_key_path() : key_flag;
@@ -144,6 +159,12 @@ int board_submit(const fs::path& run, const std::string& server, const std::stri
       fail("--key {} is trainer key {}, but {} is signed by key {}", key_file.string(),
            witness::key_id(key.public_key()), run.string(), witness::key_id(log.meta.public_key));
   }
+  const nlohmann::json me = client.call("GET", "/api/me");
+  const std::string log_key = to_hex(log.meta.public_key.data(), log.meta.public_key.size());
+  if (std::find(me["trainer_keys"].begin(), me["trainer_keys"].end(), log_key) == me["trainer_keys"].end())
+    fail("{} is signed by trainer key {}, which participant {} has not registered on this board "
+         "(give its private key with --key, or run wit board register-key); nothing was uploaded",
+         run.string(), witness::key_id(log.meta.public_key), me.value("name", "?"));
   nlohmann::json files = nlohmann::json::object();
   for (const std::string& n : names)
     files[n] = to_hex(client.upload(run / n, [](const std::string& line) {

@@ -1,5 +1,6 @@
 // wit: the command-line entry point. Parses arguments, dispatches to a subcommand, and turns
-// every error into one line on stderr and a non-zero exit code. No logic lives here.
+// every error into one line on stderr and an exit code: 1 for an error, 2 for a command line it
+// cannot take (a subcommand's own codes, e.g. verify's 3 and 4, pass through). No logic lives here.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -37,7 +38,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     return wit::cli::run_selected(app);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-all
+    // A command line wit cannot take: usage, exit 2, with where to read about it.
+    std::string command = "wit";
+    for (const CLI::App* a = &app; !a->get_subcommands().empty();) {
+      a = a->get_subcommands().front();
+      command += " " + a->get_name();
+    }
+    fmt::print(stderr, "wit: error: {} (see `{} --help`)\n", e.what(), command);
+    return 2;
   } catch (const wit::SharedError& e) {
     if (e.report()) fmt::print(stderr, "wit: error: {}\n", e.what());
     return 1;

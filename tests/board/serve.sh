@@ -97,8 +97,8 @@ assert "first try" in urllib.request.urlopen(url + "tracks/kjv-tiny").read().dec
 PY
 out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track gpt2-124m-kjv --name x 2>&1) &&
   fail "a run on another dataset was entered"
-grep -q "400 the run may not enter gpt2-124m-kjv: trained on dataset" <<<"$out" || fail "no refusal: $out"
-echo "submit: entry recorded with its signed head and a verified receipt; a run for another dataset refused"
+grep -q "may not enter gpt2-124m-kjv: trained on dataset .*; nothing was uploaded" <<<"$out" || fail "no refusal: $out"
+echo "submit: entry recorded with its signed head and a verified receipt; a run for another dataset refused before any upload"
 
 # A run enters once: the same run again, under another name, is refused; so is the same
 # computation signed by another key and entered by another participant (what a copy re-keyed
@@ -111,8 +111,22 @@ grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at
 # lab-b cannot register (it does not hold the private key), so the board refuses it first.
 out=$(WIT_SIGNING_KEY="$work/thief.pem" "$wit" board submit "$work/run" --server "$url" --token "$token_b" \
   --track kjv-tiny --name stolen 2>&1) && fail "another participant's run was entered as is"
-grep -q "400 witness.h5 is signed by trainer key [0-9a-f]* ([0-9a-f]*), which participant lab-b has not registered" <<<"$out" ||
+grep -q "is signed by trainer key [0-9a-f]*, which participant lab-b has not registered on this board .*nothing was uploaded" <<<"$out" ||
   fail "no refusal of the stolen run: $out"
+# The board refuses it too, asked directly with the run's published files.
+/usr/bin/python3 - "$url" "$token_b" <<'PY' || fail "the board took a stolen run"
+import json, sys, urllib.error, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+first = [e for e in json.load(urllib.request.urlopen(url + "api/tracks/kjv-tiny"))["entries"] if e["name"] == "first try"][0]
+req = urllib.request.Request(url + "api/entries", method="POST", headers={"Authorization": "Bearer " + token},
+                             data=json.dumps({"track": "kjv-tiny", "name": "stolen", "files": first["receipt"]["files"]}).encode())
+try:
+    urllib.request.urlopen(req)
+    raise SystemExit("entered")
+except urllib.error.HTTPError as e:
+    error = json.load(e)["error"]
+    assert e.code == 400 and "which participant lab-b has not registered" in error, (e.code, error)
+PY
 out=$("$wit" board submit "$work/run" --server "$url" --token "$token_b" --track kjv-tiny --name stolen \
   --key "$work/thief.pem" 2>&1) && fail "a run was entered with a key that did not sign it"
 grep -q "is trainer key [0-9a-f]*, but .* is signed by key" <<<"$out" || fail "a wrong --key is not named: $out"

@@ -57,6 +57,19 @@ TEST(Tracks, AWellFormedFileLoads) {
   EXPECT_EQ(tracks[0].eval_sequences, 64);
 }
 
+TEST(Tracks, TheApiFormRoundTrips) {
+  TempDir dir;
+  const Track t = load_text(dir, track_yaml()).at(0);
+  const Track back = track_from_json(track_json(t));
+  EXPECT_EQ(track_json(back), track_json(t));
+  // A client checks a run with the board's rules as the API gives them: the same answer.
+  EXPECT_EQ(entry_problems(back, run({"train.steps=100000"})), entry_problems(t, run({"train.steps=100000"})));
+  EXPECT_FALSE(entry_problems(back, run({"train.steps=100000"})).empty());
+  nlohmann::json missing = track_json(t);
+  missing["model"].erase("max_params");
+  EXPECT_TRUE(contains(error_of([&] { track_from_json(missing); }), "max_params"));
+}
+
 TEST(Tracks, EachMistakeIsNamedWithItsLine) {
   TempDir dir;
   auto error = [&](const std::string& text) { return error_of([&] { load_text(dir, text); }); };

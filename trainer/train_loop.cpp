@@ -27,6 +27,7 @@
 #include "trainer/run_config.h"
 #include "trainer/run_plan.h"
 #include "trainer/runtime.h"
+#include "trainer/peak_flops.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
@@ -341,7 +342,13 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
   };
   const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
   const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
-  const double peak = measure_matmul_flops(compute);
+  // MFU's denominator: every process's peak, from the GPU's datasheet where the table knows it
+  // (timing a matmul varies from run to run), else timed now on this process's compute.
+  const std::optional<double> datasheet =
+      compute.is_cuda() ? datasheet_peak_flops(device_facts(compute).value("gpu", ""), compute.bf16)
+                        : std::nullopt;
+  const double peak_per_process = datasheet ? *datasheet : measure_matmul_flops(compute);
+  const double peak = peak_per_process * double(comm.size());
   if (!quiet) {
     fmt::print(
         "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
@@ -352,11 +359,14 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
                layout->name(), double(layout->state_bytes()) / 1e6);
     if (compute.is_cuda())
       fmt::print("compute: {}\n", device_facts(compute).dump());
-    fmt::print("MFU is measured against {:.1f} GFLOP/s: {}, measured now\n", peak / 1e9,
-               compute.is_cuda()
-                   ? fmt::format("an {}^3 {} matmul on the GPU", kGpuPeakSize,
-                                 compute.bf16 ? "bf16" : "fp32")
-                   : fmt::format("a 1024^3 fp32 matmul on {} thread(s)", rc.train.threads));
+    fmt::print("MFU is measured against {:.1f} GFLOP/s per process x {} process(es): {}\n",
+               peak_per_process / 1e9, comm.size(),
+               datasheet ? fmt::format("the GPU's {} datasheet peak", compute.bf16 ? "bf16" : "fp32")
+               : compute.is_cuda()
+                   ? fmt::format("an {}^3 {} matmul on the GPU, timed now (a GPU the table of "
+                                 "datasheet peaks does not know)",
+                                 kGpuPeakSize, compute.bf16 ? "bf16" : "fp32")
+                   : fmt::format("a 1024^3 fp32 matmul on {} thread(s), timed now", rc.train.threads));
     std::fflush(stdout);
   }
 

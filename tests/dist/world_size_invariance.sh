@@ -25,7 +25,10 @@ sets=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=32 --set mod
 cfg="$src/configs/tiny.yaml"
 
 "$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null
-$mpirun 2 "$wit" train "$cfg" "${sets[@]}" --out "$work/n2" -q >/dev/null
+$mpirun 2 "$wit" train "$cfg" "${sets[@]}" --out "$work/n2" >"$work/n2.out"
+# MFU divides the job's throughput by every process's peak, not by one's.
+grep -q "MFU is measured against [0-9.]* GFLOP/s per process x 2 process(es)" "$work/n2.out" ||
+  { cat "$work/n2.out"; echo "FAIL: MFU's peak is not per process"; exit 1; }
 $mpirun 4 "$wit" train "$cfg" "${sets[@]}" --out "$work/n4" -q >/dev/null
 $mpirun 2 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f2" -q >/dev/null
 $mpirun 4 "$wit" train "$cfg" "${sets[@]}" --set dist.mode=fsdp --out "$work/f4" -q >/dev/null

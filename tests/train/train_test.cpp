@@ -14,6 +14,7 @@
 #include "trainer/data/prepare.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
+#include "trainer/peak_flops.h"
 #include "trainer/train_loop.h"
 #include "witness/log/reader.h"
 
@@ -396,6 +397,18 @@ TEST(Safetensors, ExportReadsBackWithHuggingFaceLayout) {
   }
   // Conv1D layout: c_attn is (in, out) = (64, 192) as in transformers' GPT-2.
   EXPECT_EQ(tensors[4].second.sizes(), (std::vector<int64_t>{64, 192}));
+}
+
+TEST(PeakFlops, KnownGpusHaveTheirDatasheetPeakAndOthersNone) {
+  EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA H100 80GB HBM3", true), 989.4e12);
+  EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA H100 PCIe", true), 756.0e12);
+  EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA H200", false), 66.9e12);
+  EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA A100-SXM4-80GB", true), 312.0e12);
+  // Whole words only: an L40S is not an L4, an A100 not an A10, an A10G not known.
+  EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA L40S", true), 362.0e12);
+  EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA L4", true), 121.0e12);
+  EXPECT_FALSE(datasheet_peak_flops("NVIDIA A10G", true));
+  EXPECT_FALSE(datasheet_peak_flops("cpu", false));
 }
 
 }  // namespace

@@ -1,0 +1,17 @@
+// The peak a GPU is sold at, for MFU: dense matmul rates from the vendors' datasheets (no
+// sparsity), a property of the hardware rather than of a moment. A device not in the table
+// falls back to a matmul timed at start-up, which varies from run to run.
+//
+//   std::optional<double> p = datasheet_peak_flops("NVIDIA H100 80GB HBM3", /*bf16=*/true);  // 989.4e12
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace wit {
+
+// FLOP/s of one device for bf16 tensor-core matmuls (bf16) or plain fp32 (no TF32: wit's fp32
+// path keeps it off); nullopt when the name is not one the table knows.
+std::optional<double> datasheet_peak_flops(const std::string& device_name, bool bf16);
+
+}  // namespace wit

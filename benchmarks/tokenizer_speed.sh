@@ -17,10 +17,10 @@ trap 'rm -rf "$work"' EXIT
 export WIT_SIGNING_KEY="$work/key.pem"
 "$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
 
-"$wit" tokenize --documents >"$work/docs.jsonl"
+"$wit" tokenize --tokenizer gpt2 --documents >"$work/docs.jsonl"
 wit_runs=() ref_runs=()
 for round in 1 2 3 4 5; do
-  w=$(taskset -c 0 "$wit" tokenize --documents --stats 2>&1 >/dev/null | sed -n 's/.*(\([0-9.]*\) MB\/s.*/\1/p')
+  w=$(taskset -c 0 "$wit" tokenize --tokenizer gpt2 --documents --stats 2>&1 >/dev/null | sed -n 's/.*(\([0-9.]*\) MB\/s.*/\1/p')
   r=$(taskset -c 0 deps/venv/bin/python tests/text/tiktoken_ids.py deps/gpt2/gpt2.tiktoken bench "$work/docs.jsonl" |
       sed -n 's/.*"mb_per_s": \([0-9.]*\).*/\1/p' | xargs printf '%.2f')
   echo "round $round: wit $w MB/s, tiktoken (Rust, PyPI) $r MB/s"

@@ -98,7 +98,7 @@ void add_tokenize(CLI::App& app) {
   sub->add_option("input", o->input,
                   "A file (omitted or -: standard input); with --documents, a corpus as `wit "
                   "prepare` takes it (omitted: the built-in King James Bible)");
-  sub->add_option("--tokenizer", o->tokenizer, "gpt2 or byte")
+  sub->add_option("--tokenizer", o->tokenizer, "byte (the default, as for wit prepare) or gpt2")
       ->check(CLI::IsMember({"byte", "gpt2"}))
       ->capture_default_str();
   sub->add_option("--vocab", o->vocab, "Directory holding GPT-2's gpt2.tiktoken")
@@ -222,13 +222,22 @@ void add_keygen(CLI::App& app) {
       ->type_name("FILE");
   sub->footer(
       "Keep the private key secret; anyone holding it can sign logs in your name. An existing "
-      "key is never overwritten: remove it first or choose another --out.");
+      "key is never overwritten: the default one is shown as it is, an existing --out is "
+      "refused.");
   actions()[sub] = [out] {
     // Resolved here, not as the option's default, so `--help` works without HOME.
     std::filesystem::path priv =
         out->empty() ? witness::default_key_path() : std::filesystem::path(*out);
     std::filesystem::path pub = priv;
     pub += ".pub";
+    // The default key made already (by an earlier keygen, or by `wit train` on first use):
+    // nothing to do, and nothing overwritten.
+    if (out->empty() && std::filesystem::is_regular_file(priv) && std::filesystem::is_regular_file(pub)) {
+      const auto key = witness::SigningKey::load(priv);
+      fmt::print("your signing key exists already, kept as it is:\nprivate key  {}\npublic key   {}\nkey id       {}\n",
+                 priv.string(), pub.string(), witness::key_id(key.public_key()));
+      return 0;
+    }
     // Check both names first, so a refusal leaves no half of a new pair behind.
     for (const auto& p : {priv, pub}) {
       std::error_code ec;

@@ -9,7 +9,7 @@ namespace wit::cli {
 
 struct TokenizeOptions {
   std::filesystem::path input;      // a file; empty or "-": standard input
-  std::string tokenizer = "gpt2";   // gpt2|byte
+  std::string tokenizer = "byte";   // byte|gpt2, byte as for wit prepare
   std::filesystem::path vocab;      // gpt2: the vocabulary dir
   bool decode = false;              // input: whitespace-separated ids; output: their bytes
   bool documents = false;           // input: a corpus as `wit prepare` reads it

@@ -146,7 +146,7 @@ TEST(Corpus, jsonl_reads_the_named_field_and_names_bad_lines) {
 
   std::string where = (dir / "d.jsonl").string();
   std::string msg = error_of([&] { collect_documents(dir / "d.jsonl", "jsonl", "body"); });
-  EXPECT_TRUE(contains(msg, where + ":1: the object has no field 'body'")) << msg;
+  EXPECT_TRUE(contains(msg, where + ":1: the object has no field 'body'; its fields: 'id' (number), 'text' (string); choose the text's with --text-field")) << msg;
   msg = error_of([&] { collect_documents(dir / "d.jsonl", "jsonl", "id"); });
   EXPECT_TRUE(contains(msg, where + ":1: field 'id' is number, expected a string")) << msg;
 

@@ -19,17 +19,17 @@ trap 'rm -rf "$work"' EXIT
 reference() { "$python" "$src/tests/text/tiktoken_ids.py" "$ranks" "$@"; }
 source "$src/tests/text/torture.sh"
 
-"$wit" tokenize --documents >"$work/kjv.jsonl" || fail "wit tokenize --documents (built-in corpus)"
+"$wit" tokenize --tokenizer gpt2 --documents >"$work/kjv.jsonl" || fail "wit tokenize --documents (built-in corpus)"
 reference check "$work/kjv.jsonl" | tee "$work/kjv.check"
 grep -q "the same ids as tiktoken" "$work/kjv.check" || fail "the built-in corpus differs"
 
 torture_text "$work/torture.txt"
-"$wit" tokenize "$work/torture.txt" >"$work/wit.ids" || fail "wit tokenize (torture text)"
+"$wit" tokenize --tokenizer gpt2 "$work/torture.txt" >"$work/wit.ids" || fail "wit tokenize (torture text)"
 reference file "$work/torture.txt" >"$work/tiktoken.ids"
 cmp -s "$work/wit.ids" "$work/tiktoken.ids" ||
   { diff <(tr ' ' '\n' <"$work/wit.ids") <(tr ' ' '\n' <"$work/tiktoken.ids") | head; fail "torture text differs"; }
 echo "torture text: $(wc -w <"$work/wit.ids") tokens, the same ids as tiktoken's gpt2"
-"$wit" tokenize --decode "$work/wit.ids" >"$work/decoded" || fail "wit tokenize --decode"
+"$wit" tokenize --tokenizer gpt2 --decode "$work/wit.ids" >"$work/decoded" || fail "wit tokenize --decode"
 cmp -s "$work/decoded" "$work/torture.txt" || fail "decoding does not give back the torture text's bytes"
 echo "torture text: decoded back to its $(stat -c %s "$work/torture.txt") bytes"
 
@@ -44,7 +44,7 @@ with open(sys.argv[2], "w") as out:
         except UnicodeDecodeError:
             pass
 PY
-"$wit" tokenize --documents "$work/torture.jsonl" >"$work/torture.docs" || fail "wit tokenize --documents (JSONL)"
+"$wit" tokenize --tokenizer gpt2 --documents "$work/torture.jsonl" >"$work/torture.docs" || fail "wit tokenize --documents (JSONL)"
 reference check "$work/torture.docs" || fail "a JSONL document differs"
 
 # prepare: GPT-2 shards of the torture text; bad input refused with nothing written.
@@ -64,10 +64,10 @@ out=$("$wit" prepare "$work/torture.txt" --tokenizer gpt2 --vocab "$work/nowhere
 grep -q "launch/install-deps" <<<"$out" || fail "no install hint: $out"
 [ -e "$work/novocab" ] && fail "prepare wrote output without a vocabulary"
 echo "12 abc" >"$work/bad.ids"
-out=$("$wit" tokenize --decode "$work/bad.ids" 2>&1) && fail "decoding 'abc' succeeded"
+out=$("$wit" tokenize --tokenizer gpt2 --decode "$work/bad.ids" 2>&1) && fail "decoding 'abc' succeeded"
 grep -q "expected a token id" <<<"$out" || fail "bad id not named: $out"
 echo "50257" >"$work/bad.ids"
-out=$("$wit" tokenize --decode "$work/bad.ids" 2>&1) && fail "decoding 50257 succeeded"
+out=$("$wit" tokenize --tokenizer gpt2 --decode "$work/bad.ids" 2>&1) && fail "decoding 50257 succeeded"
 grep -q "outside the vocabulary" <<<"$out" || fail "id 50257 not refused: $out"
 echo "bad input: refused with messages, nothing written"
 echo "gpt2 exact: all passed"

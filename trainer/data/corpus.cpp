@@ -197,7 +197,13 @@ void read_jsonl_documents(const fs::path& file, const std::string& text_field,
     if (!object.is_object())
       fail("{}: expected a JSON object, found {}", where, object.type_name());
     auto field = object.find(text_field);
-    if (field == object.end()) fail("{}: the object has no field '{}'", where, text_field);
+    if (field == object.end()) {
+      std::string fields;
+      for (const auto& [key, value] : object.items())
+        fields += (fields.empty() ? "'" : ", '") + key + "' (" + value.type_name() + ")";
+      fail("{}: the object has no field '{}'; its fields: {}; choose the text's with --text-field",
+           where, text_field, fields.empty() ? std::string("none") : fields);
+    }
     if (!field->is_string())
       fail("{}: field '{}' is {}, expected a string", where, text_field, field->type_name());
     visit(Document{canonicalize(field->get_ref<const std::string&>()), where});

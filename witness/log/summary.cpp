@@ -124,6 +124,11 @@ std::string summary_text(const WitnessLog& log, const LogReport& r, const std::s
                    r.valid_steps, r.problems.size());
   fmt::format_to(to, "  signatures   {} of {} valid, covering {} steps\n", r.signatures_valid,
                  t.signatures.size(), r.signed_steps);
+  // In full: what a proof's checker is given (wit query --check-proof --root --genesis --head).
+  fmt::format_to(to, "  root         {}\n  genesis      {}\n", to_hex(log.meta.manifest_root),
+                 to_hex(log.genesis));
+  if (j.contains("signed_head"))
+    fmt::format_to(to, "  signed head  {}\n", j["signed_head"]["hash"].get<std::string>());
   const auto& sessions = j["sessions"];
   std::string worlds;
   for (auto& s : sessions)

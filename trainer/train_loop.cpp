@@ -38,6 +38,12 @@ namespace wit {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
+}
+
 double measure_matmul_flops(int reps) {
   torch::NoGradGuard g;
   auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
@@ -78,11 +84,6 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string format_duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
-  return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
-}
 
 // Metrics lines past `step` belong to a stretch of training that a resume redoes.
 void truncate_metrics(const fs::path& file, int64_t step) {

@@ -39,6 +39,9 @@ struct TrainSummary {
 
 TrainSummary train(const TrainOptions& opts);
 
+// "42s", "3m07s", "2h15m": how progress lines give durations and ETAs.
+std::string format_duration(double seconds);
+
 // fp32 FLOP/s of a 1024³ matmul on the current intra-op thread count (best of `reps`).
 double measure_matmul_flops(int reps = 5);
 // The peak MFU is measured against: on a GPU an 8192³ matmul in the run's precision (bf16 or

@@ -22,6 +22,9 @@ verify_k() { "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_S
 fresh
 "$liar" "$work/lie" "$WIT_SIGNING_KEY" grind-fiat-shamir 8 4 | tee "$work/grind.out" || fail "grind"
 verify_k "$work/lie" --fiat-shamir -c 8 >"$work/fs.out" 2>&1 || { cat "$work/fs.out"; fail "the ground log was not certified under --fiat-shamir (the grind did not work)"; }
+# The replay is priced before it starts: steps planned, and the trainer's time for them.
+grep -q "^  plan: [0-9]* steps to replay ([0-9]* % of the run's [0-9]*) in [0-9]* segment(s); the trainer's step times for them add up to" "$work/fs.out" ||
+  { cat "$work/fs.out"; fail "no plan before the replay"; }
 /usr/bin/python3 - "$work/lie/certificate.json" <<'PY' || fail "Fiat-Shamir certificate overstates its bound"
 import json, sys
 c = json.load(open(sys.argv[1]))

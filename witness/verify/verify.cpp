@@ -28,6 +28,7 @@
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
+#include "trainer/train_loop.h"
 #include "trainer/witnessing.h"
 #include "witness/log/reader.h"
 #include "witness/query/query.h"
@@ -577,6 +578,30 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
                 : "");
       }
     };
+    // The plan, priced before anything is replayed: the steps to run (from the checkpoint
+    // before each segment) and what the trainer's own step times for them add up to.
+    uint64_t planned = 0, replayed = 0;
+    double logged = 0;
+    {
+      bool loaded = false;
+      uint64_t at = 0;
+      for (uint64_t k : order) {
+        const auto [first, end] = segments[k];
+        const auto after = states.upper_bound(first);
+        const uint64_t from = after == states.begin() ? 0 : std::prev(after)->first;
+        if (!(loaded && !o.tolerance && at >= from && at <= first)) at = from;
+        loaded = true;
+        for (uint64_t s = at; s < end; ++s) logged += t.steps[s].timing.seconds;
+        planned += end - at;
+        at = end;
+      }
+    }
+    progress(fmt::format("  plan: {} steps to replay ({} % of the run's {}) in {} segment(s); the "
+                         "trainer's step times for them add up to {}",
+                         planned, planned * 100 / std::max<uint64_t>(t.steps.size(), 1),
+                         t.steps.size(), order.size(), format_duration(logged)));
+    const auto replay_start = Clock::now();
+    auto last_line = replay_start;
     bool have_state = false;
     for (uint64_t k : order) {
       const auto [first, end] = segments[k];
@@ -605,6 +630,15 @@ VerifyReport verify_run(const VerifyOptions& o, dist::Communicator& comm,
         if (o.probe_after_step == s + 1) {
           const Digest h = layout->state_hash(log.genesis);  // collective; rank 0 has it
           if (root) out.probe_state = h;
+        }
+        // A line every 10 s at most, with the ETA from this replay's own pace.
+        ++replayed;
+        if (seconds_since(last_line) >= 10 && replayed < planned) {
+          last_line = Clock::now();
+          const double spent = seconds_since(replay_start);
+          progress(fmt::format("    step {}: {} of {} steps replayed, ETA {}", s + 1, replayed,
+                               planned, format_duration(spent / double(replayed) *
+                                                        double(planned - replayed))));
         }
       }
     }

@@ -14,6 +14,16 @@ namespace wit::board {
 
 namespace {
 
+// 24576 -> "24,576": budgets and counts read at a glance.
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
 std::string track_rules_html(const Track& t) {
   return fmt::format(
       "<table>\n"
@@ -24,7 +34,7 @@ std::string track_rules_html(const Track& t) {
       "<tr><th>ranked by</th><td>{} {} over {} sequences of {} tokens</td></tr>\n"
       "</table>\n",
       to_hex(t.manifest_root), to_hex(t.data_layout), html_escape(t.tokenizer),
-      html_escape(t.family), t.max_params, t.max_tokens, html_escape(t.split),
+      html_escape(t.family), with_commas(t.max_params), with_commas(t.max_tokens), html_escape(t.split),
       html_escape(t.metric), t.eval_sequences, t.eval_seq_len);
 }
 
@@ -36,8 +46,17 @@ int group(const nlohmann::json& e) {
   return s == "certified" ? 1 : s == "verifying" ? 2 : 3;
 }
 
-std::string guarantee_text(const nlohmann::json& v) {
+// A report's or a check's place: a segment with its number, or the checks that are not one.
+std::string segment_label(int64_t segment) {
+  if (segment == -1) return "final checks";
+  if (segment == -2) return "audit";
+  return fmt::format("segment {}", segment);
+}
+
+std::string guarantee_text(const nlohmann::json& v, const std::string& status) {
   if (!v.contains("guarantee")) return "";
+  // While checks are pending there is nothing to state yet (the bound would count no draw).
+  if (status == "verifying") return "stated once verified";
   const auto& g = v["guarantee"];
   if (g["every_step"].get<bool>()) return "every step replayed";
   const int64_t c = g["challenges"];
@@ -79,7 +98,7 @@ std::string loss_svg(const witness::WitnessLog& log) {
       val += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#c33\"/>",
                          x(double(e.fields.step) - 1), y(e.fields.value));
   return fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" role=\"img\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\" "
       "aria-label=\"loss curve\">\n"
       "<rect x=\"{2}\" y=\"{3}\" width=\"{4}\" height=\"{5}\" fill=\"none\" stroke=\"#999\"/>\n"
       "<polyline fill=\"none\" stroke=\"#36c\" stroke-width=\"1.5\" points=\"{6}\"/>\n{7}\n"
@@ -133,7 +152,8 @@ Response Site::track_page(const Track& t) const {
           "<td class=\"status\">{10}</td></tr>\n",
           html_escape(e["id"]), e["rank"].is_null() ? "" : std::to_string(e["rank"].get<int>()),
           html_escape(e["name"]), html_escape(e["participant"]), v["val_loss"].get<double>(),
-          v["tokens"].get<int64_t>(), v["params"].get<int64_t>(), html_escape(guarantee_text(v)),
+          with_commas(v["tokens"].get<int64_t>()), with_commas(v["params"].get<int64_t>()),
+          html_escape(guarantee_text(v, e["status"].get<std::string>())),
           v.contains("guarantee") ? v["guarantee"]["segments_replayed"].get<int64_t>() : 0,
           v["segments"].get<int64_t>(), html_escape(status));
     }
@@ -171,12 +191,18 @@ Response Site::entry_page(const std::string& id) const {
       "<tr><th>signed head</th><td><code>{}</code></td></tr>\n"
       "<tr><th>received</th><td>{}</td></tr>\n",
       html_escape(status), html_escape(e["track"]), html_escape(e["track"]), html_escape(e["participant"]),
-      v["val_loss"].get<double>(), v["tokens"].get<int64_t>(), v["params"].get<int64_t>(),
-      v["steps"].get<int64_t>(), v["segments"].get<int64_t>(), v["segment_steps"].get<int64_t>(),
+      v["val_loss"].get<double>(), with_commas(v["tokens"].get<int64_t>()),
+      with_commas(v["params"].get<int64_t>()), with_commas(v["steps"].get<int64_t>()),
+      v["segments"].get<int64_t>(), v["segment_steps"].get<int64_t>(),
       html_escape(e["head"]), html_escape(e["created"]));
   if (v.contains("guarantee"))
-    body += fmt::format("<tr><th>guarantee</th><td id=\"guarantee\">{}</td></tr>\n",
-                        html_escape(v["guarantee"]["statement"]));
+    body += fmt::format(
+        "<tr><th>guarantee</th><td id=\"guarantee\">{}</td></tr>\n",
+        html_escape(e["status"] == "verifying"
+                        ? fmt::format("stated once every check has passed ({} drawn segment(s) "
+                                      "still to be decided)",
+                                      v["guarantee"].value("pending_draws", int64_t(0)))
+                        : v["guarantee"]["statement"].get<std::string>()));
   if (v.value("certified", false))
     body += fmt::format(
         "<tr><th>certificate</th><td><a href=\"/api/entries/{}/certificate\">certificate.json</a>, "
@@ -213,7 +239,7 @@ Response Site::entry_page(const std::string& id) const {
   for (const auto& r : v["reports"])
     body += fmt::format(
         "<tr class=\"report\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{}</td></tr>\n",
-        r["segment"].get<int64_t>(), html_escape(r["reporter"]), html_escape(r["worker"]),
+        segment_label(r["segment"].get<int64_t>()), html_escape(r["reporter"]), html_escape(r["worker"]),
         r["passed"].get<bool>() ? "passed" : "failed", html_escape(r["standing"]),
         r["seconds"].get<double>(), html_escape(r["detail"]));
   body += "</table>\n";

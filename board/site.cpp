@@ -30,9 +30,16 @@ std::string page(const std::string& title, const std::string& body) {
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<title>{0} · wit board</title>\n"
+      // Narrow screens (390 px phones): a wide table scrolls inside itself, long hex and the
+      // witness summary wrap, the chart scales; the page itself never scrolls sideways.
       "<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}}"
-      "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3em .6em;"
-      "text-align:left}}code{{font-size:90%}}</style>\n</head>\n<body>\n"
+      "table{{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}}"
+      "td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}"
+      "code{{font-size:90%;word-break:break-all}}pre{{white-space:pre-wrap;word-break:break-all}}"
+      "svg{{max-width:100%;height:auto}}"
+      "@media (max-width:40em){{body{{margin:1em auto;padding:0 .5em}}h1{{font-size:1.5em}}"
+      "td,th{{padding:.2em .3em}}}}"
+      "</style>\n</head>\n<body>\n"
       "<nav><a href=\"/\">wit board</a></nav>\n<h1>{0}</h1>\n{1}</body>\n</html>\n",
       html_escape(title), body);
 }

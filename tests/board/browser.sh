@@ -2,7 +2,8 @@
 # The board's pages in a real browser: headless Chromium loads a track's page and an entry's
 # page of a board holding an honest (certified, ranked) and a forged (struck) tiny run; the
 # rendered DOM must hold the ranking, the guarantee, the loss curve's SVG and the strike's step
-# and field. Screenshots of both pages are kept as test artefacts in ARTIFACT_DIR.
+# and field; no page scrolls sideways at 390 px or 1280 px. Screenshots of both pages, at both
+# widths, are kept as test artefacts in ARTIFACT_DIR.
 # Skipped (exit 77) where Chromium is not installed (launch/install-deps installs it).
 # Usage: browser.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR ARTIFACT_DIR
 set -uo pipefail
@@ -108,11 +109,21 @@ struck = parse("struck.html")
 assert any(r["cells"][1] == "failed" for r in struck.rows if r["class"] == "check"), struck.rows
 print(f"rendered: {len(entries)} entries ranked and struck, {len(checks)} checks, a loss curve of 12 steps")
 PY
+# A phone's width (390 px) and a laptop's (1280 px): no page scrolls sideways (wide tables
+# scroll inside themselves, long hex wraps, the chart scales).
+for w in 390 1280; do
+  /usr/bin/python3 "$src/tests/board/page_width.py" "$browser" "$work/profile-$w" "$url" $w / /tracks/kjv-tiny \
+    "/entries/$A" "/entries/$B" >"$work/width-$w" 2>&1 || { cat "$work/width-$w"; fail "a page is wider than $w px"; }
+  grep -c "scroll width" "$work/width-$w" | grep -q 4 || { cat "$work/width-$w"; fail "not every page measured at $w px"; }
+done
+echo "widths: $(tr '\n' ';' <"$work/width-390")"
 chrome --screenshot="$artifacts/board-track.png" --window-size=1280,800 "${url}tracks/kjv-tiny" || fail "screenshot of the track page"
 chrome --screenshot="$artifacts/board-entry.png" --window-size=1280,1600 "${url}entries/$A" || fail "screenshot of the entry page"
-for png in board-track.png board-entry.png; do
+chrome --screenshot="$artifacts/board-track-390.png" --window-size=390,844 "${url}tracks/kjv-tiny" || fail "screenshot of the track page at 390 px"
+chrome --screenshot="$artifacts/board-entry-390.png" --window-size=390,1600 "${url}entries/$A" || fail "screenshot of the entry page at 390 px"
+for png in board-track.png board-entry.png board-track-390.png board-entry-390.png; do
   [ "$(head -c 8 "$artifacts/$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$png is not a PNG"
   [ "$(stat -c %s "$artifacts/$png")" -gt 10000 ] || fail "$png is nearly empty"
 done
-echo "screenshots kept: $artifacts/board-track.png, $artifacts/board-entry.png"
+echo "screenshots kept in $artifacts: board-track.png, board-entry.png and both at 390 px"
 echo "browser: all passed"

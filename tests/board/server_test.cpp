@@ -329,7 +329,7 @@ TEST_F(ServerTest, PagesAreHtmlWithTheOperatorsTextEscaped) {
   EXPECT_FALSE(contains(res.body(), "<script>"));
   res = request(http::verb::get, "/tracks/kjv-tiny");
   EXPECT_EQ(res.result_int(), 200);
-  EXPECT_TRUE(contains(res.body(), "at most 1000000 training tokens"));
+  EXPECT_TRUE(contains(res.body(), "at most 1,000,000 training tokens"));
   EXPECT_EQ(request(http::verb::get, "/tracks/../etc/passwd").result_int(), 404);
   const auto get = request(http::verb::get, "/");
   const auto head = request(http::verb::head, "/");

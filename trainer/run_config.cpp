@@ -51,6 +51,14 @@ const config::Schema& run_schema() {
     s.add_float("optim", "lr", 6e-4, "peak learning rate", 0.0, 10.0);
     s.add_float("optim", "min_lr", 6e-5, "learning rate at the last step", 0.0, 10.0);
     s.add_int("optim", "warmup_steps", 0, "linear warmup steps", 0, 1e12);
+    s.add_string("optim", "schedule", "cosine",
+                 "learning rate after warmup: cosine or linear decay to min_lr at the last step, "
+                 "or wsd (warmup-stable-decay: lr held, then a linear decay to min_lr over the "
+                 "last optim.decay_fraction of the steps after warmup)",
+                 {"cosine", "linear", "wsd"});
+    s.add_float("optim", "decay_fraction", 0.2,
+                "with optim.schedule = wsd: the share of the steps after warmup spent decaying",
+                0.0, 1.0);
     s.add_float("optim", "weight_decay", 0.1, "decoupled weight decay", 0.0, 10.0);
     s.add_float("optim", "beta1", 0.9, "Adam beta1", 0.0, 0.999999);
     s.add_float("optim", "beta2", 0.95, "Adam beta2", 0.0, 0.999999);
@@ -105,6 +113,11 @@ RunConfig run_config_from(const config::Config& c) {
   r.optim.lr = c.get_float("optim.lr");
   r.optim.min_lr = c.get_float("optim.min_lr");
   r.optim.warmup_steps = c.get_int("optim.warmup_steps");
+  const std::string schedule = c.get_string("optim.schedule");
+  r.optim.schedule = schedule == "linear" ? optim::Schedule::Linear
+                     : schedule == "wsd"  ? optim::Schedule::Wsd
+                                          : optim::Schedule::Cosine;
+  r.optim.decay_fraction = c.get_float("optim.decay_fraction");
   r.optim.weight_decay = c.get_float("optim.weight_decay");
   r.optim.beta1 = c.get_float("optim.beta1");
   r.optim.beta2 = c.get_float("optim.beta2");
@@ -140,6 +153,10 @@ std::string committed_yaml(const config::Config& c) {
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
+  // The cosine schedule is what the keys left out mean (every run before them had it); the decay
+  // fraction is part of the trajectory only under wsd.
+  if (c.get_string("optim.schedule") == "cosine") exclude.push_back("optim.schedule");
+  if (c.get_string("optim.schedule") != "wsd") exclude.push_back("optim.decay_fraction");
   return c.to_yaml(exclude);
 }
 

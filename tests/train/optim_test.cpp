@@ -32,6 +32,27 @@ TEST(LearningRate, WarmupThenCosineToMinimum) {
   EXPECT_FLOAT_EQ(hyper_at(c, 50, 100).weight_decay, float(c.weight_decay));
 }
 
+TEST(Schedule, LinearAndWarmupStableDecayEndAtMinLr) {
+  AdamWConfig c;
+  c.lr = 1e-3;
+  c.min_lr = 1e-4;
+  c.warmup_steps = 10;
+  c.schedule = Schedule::Linear;
+  EXPECT_FLOAT_EQ(hyper_at(c, 9, 100).lr, 1e-3f);   // warmup as before
+  EXPECT_FLOAT_EQ(hyper_at(c, 10, 100).lr, 1e-3f);
+  EXPECT_FLOAT_EQ(hyper_at(c, 99, 100).lr, 1e-4f);
+  // Halfway through the decay (step 10 + 89/2): halfway between lr and min_lr, on a line.
+  EXPECT_NEAR(hyper_at(c, 54, 100).lr, 1e-3 - 0.9e-3 * 44.0 / 89.0, 1e-9);
+  c.schedule = Schedule::Wsd;
+  c.decay_fraction = 0.2;  // 90 steps after warmup: the last 18 decay
+  EXPECT_FLOAT_EQ(hyper_at(c, 10, 100).lr, 1e-3f);
+  EXPECT_FLOAT_EQ(hyper_at(c, 81, 100).lr, 1e-3f);  // still stable
+  EXPECT_LT(hyper_at(c, 82, 100).lr, 1e-3f);        // the first decaying step
+  EXPECT_NEAR(hyper_at(c, 82, 100).lr, 1e-3 - 0.9e-3 / 18.0, 1e-9);
+  EXPECT_FLOAT_EQ(hyper_at(c, 99, 100).lr, 1e-4f);
+  for (int64_t s = 83; s < 100; ++s) EXPECT_LT(hyper_at(c, s, 100).lr, hyper_at(c, s - 1, 100).lr) << s;
+}
+
 TEST(AdamW, MatchesTheWrittenFormula) {
   const size_t n = 1000;
   auto p = randn(n, 1), g = randn(n, 2), m = randn(n, 3, 0.1f), v = randn(n, 4, 0.1f);

@@ -28,10 +28,21 @@ Hyper hyper_at(const AdamWConfig& c, int64_t step, int64_t total_steps) {
   double lr;
   if (step < c.warmup_steps) {
     lr = c.lr * double(step + 1) / double(c.warmup_steps);
+  } else if (c.schedule == Schedule::Wsd) {
+    // The decay's steps end at the last step; before them the rate holds at lr.
+    const int64_t after_warmup = std::max<int64_t>(1, total_steps - c.warmup_steps);
+    const int64_t decay_len = std::max<int64_t>(
+        1, std::min<int64_t>(after_warmup, int64_t(std::ceil(c.decay_fraction * double(after_warmup)))));
+    const int64_t first_decay = total_steps - decay_len;
+    const double progress =
+        step < first_decay ? 0.0 : std::min(1.0, double(step - first_decay + 1) / double(decay_len));
+    lr = c.lr - (c.lr - c.min_lr) * progress;
   } else {
     const int64_t decay_steps = std::max<int64_t>(1, total_steps - 1 - c.warmup_steps);
     const double progress = std::min(1.0, double(step - c.warmup_steps) / double(decay_steps));
-    lr = c.min_lr + 0.5 * (c.lr - c.min_lr) * (1.0 + std::cos(M_PI * progress));
+    lr = c.schedule == Schedule::Linear
+             ? c.lr - (c.lr - c.min_lr) * progress
+             : c.min_lr + 0.5 * (c.lr - c.min_lr) * (1.0 + std::cos(M_PI * progress));
   }
   return {float(lr),      float(c.weight_decay), float(c.beta1),
           float(c.beta2), float(c.eps),          float(c.grad_clip)};

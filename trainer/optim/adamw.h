@@ -1,4 +1,5 @@
-// AdamW with decoupled weight decay, cosine learning-rate schedule with linear warmup, and
+// AdamW with decoupled weight decay, a learning-rate schedule (cosine, linear or
+// warmup-stable-decay) after a linear warmup, and
 // global-norm gradient clipping, over flat fp32 buffers.
 //
 // Every operation is elementwise or a reduction in a fixed order, written out here rather than
@@ -11,10 +12,17 @@
 
 namespace wit::optim {
 
+// The learning rate after warmup: cosine or linear decay to min_lr over every remaining step, or
+// warmup-stable-decay (lr held, then a linear decay to min_lr over the last decay_fraction of
+// the steps after warmup).
+enum class Schedule { Cosine, Linear, Wsd };
+
 struct AdamWConfig {
   double lr = 6e-4;
   double min_lr = 6e-5;
   int64_t warmup_steps = 0;
+  Schedule schedule = Schedule::Cosine;
+  double decay_fraction = 0.2;  // wsd only
   double weight_decay = 0.1;
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -32,8 +40,8 @@ struct Hyper {
   float grad_clip;
 };
 
-// Step `step` (0-based) of `total_steps`: linear warmup to lr over warmup_steps, then cosine
-// decay to min_lr at the last step.
+// Step `step` (0-based) of `total_steps`: linear warmup to lr over warmup_steps, then the
+// schedule's decay, reaching min_lr at the last step.
 Hyper hyper_at(const AdamWConfig& cfg, int64_t step, int64_t total_steps);
 
 // Global L2 norm: squares summed in double within fixed chunks of kNormChunk elements, chunk

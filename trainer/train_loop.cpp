@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <functional>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@
 #include "trainer/runtime.h"
 #include "trainer/peak_flops.h"
 #include "trainer/safetensors.h"
+#include "trainer/tensorboard.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
 #include "witness/log/writer.h"
@@ -111,11 +113,13 @@ float last_logged(const fs::path& file, const char* key) {
 }
 
 // Appended by rank 0 only; on other ranks writes are dropped.
+// metrics.jsonl, and the same scalars as TensorBoard event files in RUN/tensorboard/.
 class MetricsFile {
  public:
   MetricsFile(const fs::path& p, bool enabled)
       : f_(enabled ? std::fopen(p.c_str(), "a") : nullptr), path_(p) {
     if (enabled && !f_) fail("cannot open {} for writing", p.string());
+    if (enabled) events_ = std::make_unique<EventFileWriter>(p.parent_path() / "tensorboard");
   }
   ~MetricsFile() {
     if (f_) std::fclose(f_);
@@ -125,11 +129,22 @@ class MetricsFile {
     const std::string s = j.dump() + "\n";
     write_all(f_, s.data(), s.size(), path_);
     std::fflush(f_);
+    const double now = unix_now();
+    for (const auto& [name, value] : j.items())
+      if (name != "step" && value.is_number())
+        events_->scalar(tensorboard_tag(name), j["step"].get<int64_t>(), value.get<double>(), now);
   }
 
  private:
+  // TensorBoard groups tags by their prefix: training, evaluation, checkpoints, the device.
+  static std::string tensorboard_tag(const std::string& name) {
+    if (name == "val_loss") return "val/loss";
+    if (name.rfind("checkpoint", 0) == 0 || name.rfind("peak_", 0) == 0) return "system/" + name;
+    return "train/" + name;
+  }
   std::FILE* f_;
   fs::path path_;
+  std::unique_ptr<EventFileWriter> events_;
 };
 
 struct ResolvedRun {

@@ -2,6 +2,7 @@
 // never stopping, checkpoints and the exported model read back, bad resumes are refused.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/peak_flops.h"
+#include "trainer/tensorboard.h"
 #include "trainer/train_loop.h"
 #include "witness/log/reader.h"
 
@@ -409,6 +411,38 @@ TEST(PeakFlops, KnownGpusHaveTheirDatasheetPeakAndOthersNone) {
   EXPECT_DOUBLE_EQ(*datasheet_peak_flops("NVIDIA L4", true), 121.0e12);
   EXPECT_FALSE(datasheet_peak_flops("NVIDIA A10G", true));
   EXPECT_FALSE(datasheet_peak_flops("cpu", false));
+}
+
+TEST(TensorBoard, Crc32cIsCastagnolisAndEventFilesAreFramedRecords) {
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);  // the check value of CRC-32C
+  EXPECT_EQ(crc32c(""), 0u);
+  TempDir dir("wit-test-tensorboard");
+  std::filesystem::path file;
+  {
+    EventFileWriter w(dir.path / "tb");
+    w.scalar("train/loss", 7, 2.5, 1.0e9);
+    file = w.path();
+  }
+  EXPECT_EQ(file.filename().string().rfind("events.out.tfevents.", 0), 0u);
+  const std::string bytes = read_text_file(file);
+  // Two records: the version event, then the scalar; each is length, CRC, data, CRC.
+  size_t at = 0;
+  int records = 0;
+  while (at < bytes.size()) {
+    uint64_t n;
+    std::memcpy(&n, bytes.data() + at, 8);
+    ASSERT_LE(at + 16 + n, bytes.size());
+    const std::string data = bytes.substr(at + 12, n);
+    uint32_t stored;
+    std::memcpy(&stored, bytes.data() + at + 12 + n, 4);
+    const uint32_t c = crc32c(data);
+    EXPECT_EQ(stored, ((c >> 15) | (c << 17)) + 0xa282ead8u);
+    if (records == 0) EXPECT_NE(data.find("brain.Event:2"), std::string::npos);
+    if (records == 1) EXPECT_NE(data.find("train/loss"), std::string::npos);
+    at += 16 + n;
+    ++records;
+  }
+  EXPECT_EQ(records, 2);
 }
 
 }  // namespace

@@ -338,9 +338,10 @@ void add_verify(CLI::App& app) {
       "hyperparameters, replay the first and the last segment and c randomly drawn ones with "
       "the trainer's own step and require every recorded bit to match, check the published "
       "model and the final evaluation. Writes RUN/certificate.json, signed with the verifier's "
-      "key, when the run is certified. Exit codes: 0 certified, 1 rejected (or an error), 3 not "
-      "reproducible (the run declares a setting no replay can repeat), 4 consistent within "
-      "--tolerance (not a certification). Under `mpirun -np N` the replay runs on N processes "
+      "key, when the run is certified. Exit codes: 0 certified, 1 rejected (or an error, or an "
+      "invalid or withdrawn certificate), 2 a command line it cannot take, 3 not reproducible "
+      "(the run declares a setting no replay can repeat), 4 consistent within --tolerance (not "
+      "a certification) or a certificate weaker than fresh randomness. Under `mpirun -np N` the replay runs on N processes "
       "(N a power of two dividing train.micro_batches), whatever world size trained the run.");
   sub->add_option("run", o->run, "Run directory");
   sub->add_option("--data", o->data,

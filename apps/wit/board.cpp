@@ -161,7 +161,8 @@ int board_submit(const fs::path& run, const std::string& server, const std::stri
   }
   const nlohmann::json me = client.call("GET", "/api/me");
   const std::string log_key = to_hex(log.meta.public_key.data(), log.meta.public_key.size());
-  if (std::find(me["trainer_keys"].begin(), me["trainer_keys"].end(), log_key) == me["trainer_keys"].end())
+  const nlohmann::json keys = me.value("trainer_keys", nlohmann::json::array());
+  if (std::find(keys.begin(), keys.end(), log_key) == keys.end())
     fail("{} is signed by trainer key {}, which participant {} has not registered on this board "
          "(give its private key with --key, or run wit board register-key); nothing was uploaded",
          run.string(), witness::key_id(log.meta.public_key), me.value("name", "?"));

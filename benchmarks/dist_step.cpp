@@ -23,7 +23,7 @@
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/layout.h"
 #include "trainer/run_plan.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/cpu_numerics.h"
 

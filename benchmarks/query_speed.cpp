@@ -28,8 +28,8 @@
 #include "core/merkle.h"
 #include "trainer/data/manifest.h"
 #include "trainer/data/split.h"
-#include "trainer/run_config.h"
-#include "witness/query/query.h"
+#include "record/run_config.h"
+#include "query/query.h"
 
 namespace {
 

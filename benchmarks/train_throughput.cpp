@@ -16,7 +16,7 @@
 #include "core/config.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/prepare.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/run_plan.h"
 #include "trainer/step.h"

@@ -28,9 +28,9 @@
 #include "trainer/checkpoint.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/train_loop.h"
-#include "witness/log/reader.h"
-#include "witness/log/signing.h"
-#include "witness/verify/verify.h"
+#include "record/reader.h"
+#include "record/signing.h"
+#include "verify/verify.h"
 #include "trainer/cpu_numerics.h"
 
 namespace {

@@ -26,31 +26,30 @@
 #include <string>
 
 #include "benchmarks/bench_data.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/prepare.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/compute.h"
 #include "trainer/device_ops.h"
 #include "trainer/run_plan.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
-#include "witness/log/writer.h"
+#include "record/writer.h"
 #include "trainer/cpu_numerics.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using wit::unix_now;
 
 double secs_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

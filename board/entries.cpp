@@ -10,12 +10,12 @@
 #include <set>
 
 #include "board/ids.h"
-#include "witness/verify/certificate.h"
+#include "verify/certificate.h"
 #include "core/fs.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "core/error.h"
-#include "witness/log/format.h"
-#include "witness/log/reader.h"
+#include "record/format.h"
+#include "record/reader.h"
 
 namespace wit::board {
 

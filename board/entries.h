@@ -20,7 +20,7 @@
 #include "board/participants.h"
 #include "board/track.h"
 #include "board/worker.h"
-#include "witness/log/signing.h"
+#include "record/signing.h"
 
 namespace wit::board {
 

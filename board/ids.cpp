@@ -24,13 +24,4 @@ std::string random_hex(size_t bytes) {
   return to_hex(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
 }
 
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace wit::board

@@ -4,11 +4,12 @@
 #include <cstddef>
 #include <string>
 
+#include "core/clock.h"
+
 namespace wit::board {
 
 // `bytes` bytes from the system's random source, as hex.
 std::string random_hex(size_t bytes);
-// Now, ISO 8601 UTC to the second: "2026-12-03T23:59:00Z".
-std::string utc_now();
+using wit::utc_now;  // core/clock.h
 
 }  // namespace wit::board

@@ -30,7 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "board/db.h"
-#include "witness/log/signing.h"
+#include "record/signing.h"
 
 namespace wit::board {
 

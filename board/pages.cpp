@@ -7,8 +7,8 @@
 
 #include "board/site.h"
 #include "core/error.h"
-#include "witness/log/reader.h"
-#include "witness/log/summary.h"
+#include "record/reader.h"
+#include "record/summary.h"
 
 namespace wit::board {
 

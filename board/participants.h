@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "board/db.h"
-#include "witness/log/signing.h"
+#include "record/signing.h"
 
 namespace wit::board {
 

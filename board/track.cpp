@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 
 namespace wit::board {
 

@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sha256.h"
-#include "witness/log/reader.h"
+#include "record/reader.h"
 
 namespace wit::board {
 

@@ -9,8 +9,8 @@
 #include "board/ids.h"
 #include "board/jobs.h"
 #include "core/error.h"
-#include "witness/verify/certificate.h"
-#include "witness/verify/challenges.h"
+#include "verify/certificate.h"
+#include "verify/challenges.h"
 
 namespace wit::board {
 

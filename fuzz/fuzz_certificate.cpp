@@ -1,6 +1,6 @@
-// The certificate checker (witness/verify/certificate.h) on any JSON, against the key it names.
+// The certificate checker (verify/certificate.h) on any JSON, against the key it names.
 #include "fuzz/fuzz_input.h"
-#include "witness/verify/certificate.h"
+#include "verify/certificate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto cert = nlohmann::json::parse(data, data + size, nullptr, false);

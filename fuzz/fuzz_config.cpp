@@ -1,7 +1,7 @@
-// The config loader (core/config.h with the run's schema, trainer/run_config.h) on any text:
+// The config loader (core/config.h with the run's schema, record/run_config.h) on any text:
 // as a config file, and as a committed config read back from a log.
 #include "fuzz/fuzz_input.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -1,6 +1,6 @@
-// The witness log reader and checker (witness/log/reader.h) on any file.
+// The witness log reader and checker (record/reader.h) on any file.
 #include "fuzz/fuzz_input.h"
-#include "witness/log/reader.h"
+#include "record/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   wit::fuzz::InputFile file(data, size, ".h5");

@@ -1,7 +1,7 @@
-// The query proof checker (witness/query/query.h) on any JSON. It trusts the root and genesis
+// The query proof checker (query/query.h) on any JSON. It trusts the root and genesis
 // the proof itself names, so the fuzzer reaches every check behind them.
 #include "fuzz/fuzz_input.h"
-#include "witness/query/query.h"
+#include "query/query.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto proof = nlohmann::json::parse(data, data + size, nullptr, false);

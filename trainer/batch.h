@@ -21,10 +21,15 @@ struct MicroBatch {
 // Token windows (b rows of T+1 uint16) to tensors.
 MicroBatch to_micro_batch(const std::vector<uint16_t>& windows, int64_t b, int64_t T);
 
+// The step's source of micro-batches. The trainer's and the verifier's serve the committed
+// schedule; a caller may supply another (a test's dishonest trainer trains on other tokens
+// through the same step).
 class BatchSource {
  public:
   BatchSource(const data::TokenStream& train, int64_t seq_len, int64_t micro_batch_size,
               int64_t micro_batches, uint64_t data_seed);
+  BatchSource(const BatchSource&) = default;
+  virtual ~BatchSource() = default;
 
   int64_t seq_len() const { return T_; }
   int64_t micro_batch_size() const { return b_; }
@@ -33,8 +38,8 @@ class BatchSource {
   const data::Schedule& schedule() const { return schedule_; }
 
   uint64_t sample_id(int64_t step, int64_t micro, int64_t row) const;
-  // b·(T+1) tokens, row-major.
-  std::vector<uint16_t> micro_batch_tokens(int64_t step, int64_t micro) const;
+  // b·(T+1) tokens, row-major: the committed schedule's.
+  virtual std::vector<uint16_t> micro_batch_tokens(int64_t step, int64_t micro) const;
 
  private:
   const data::TokenStream* train_;

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "witness/log/format.h"
+#include "record/format.h"
 
 namespace wit {
 

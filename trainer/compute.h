@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/config.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 
 namespace wit {
 

@@ -1,6 +1,6 @@
 // The step's fixed-order arithmetic on tensors of any device: the gradient norm's chunk
 // partials, clipping, the AdamW update and the weight sketch. On the CPU each calls the plain
-// loop that defines it (trainer/optim/adamw.h, witness/log/sketch.h): the same bits as always.
+// loop that defines it (trainer/optim/adamw.h, record/sketch.h): the same bits as always.
 // On a GPU the same definitions run as torch operations on the device, with no atomics (every
 // reduction is over a fixed shape), so a GPU run gives the same bits every time on the same GPU
 // and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to the host.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "trainer/optim/adamw.h"
-#include "witness/log/sketch.h"
+#include "record/sketch.h"
 
 namespace wit {
 

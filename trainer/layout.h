@@ -25,8 +25,8 @@
 #include "trainer/dist/communicator.h"
 #include "trainer/model/gpt.h"
 #include "trainer/optim/adamw.h"
-#include "witness/log/format.h"
-#include "witness/log/sketch.h"
+#include "record/format.h"
+#include "record/sketch.h"
 
 namespace wit {
 

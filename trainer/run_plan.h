@@ -6,7 +6,7 @@
 
 #include "trainer/batch.h"
 #include "trainer/data/dataset.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/step.h"
 
 namespace wit {

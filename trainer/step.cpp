@@ -65,7 +65,6 @@ PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int
   if (ctx.witness)
     witnessed.push_back({micro, witness::micro_batch_hash(tokens.data(), tokens.size()), seed});
   const int64_t T = data.seq_len();
-  if (ctx.feed) tokens = ctx.feed(step, micro, std::move(tokens));
   MicroBatch mb = to_micro_batch(tokens, int64_t(tokens.size()) / (T + 1), T);
   if (device.is_cpu()) return {std::move(mb), at::make_generator<at::CPUGeneratorImpl>(seed)};
   // The device's own generator kind, seeded alike: dropout masks are drawn where they are used.

@@ -9,16 +9,15 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "core/sha256.h"
 #include "trainer/batch.h"
 #include "trainer/layout.h"
 #include "trainer/optim/adamw.h"
-#include "trainer/run_config.h"
-#include "witness/log/format.h"
-#include "witness/log/sketch.h"
+#include "record/run_config.h"
+#include "record/format.h"
+#include "record/sketch.h"
 
 namespace wit {
 
@@ -30,7 +29,7 @@ struct StepRecord {
   float grad_norm = 0;      // global L2 norm before clipping
   float clip_factor = 1;    // factor applied to the gradient (1: not clipped)
   optim::Hyper hyper{};     // hyperparameters applied
-  Digest batch_hash{};      // over the ordered micro-batches' token bytes (witness/log/format.h)
+  Digest batch_hash{};      // over the ordered micro-batches' token bytes (record/format.h)
   Digest rng_commitment{};  // over the micro-batches' generator seeds
   witness::Fingerprint weight_fingerprint{};  // sketch of the parameters after the update
 };
@@ -40,11 +39,6 @@ uint64_t micro_batch_seed(uint64_t run_seed, int64_t step, int64_t micro);
 
 // Seed of the weight initialisation: H(run_seed).
 uint64_t init_seed(uint64_t run_seed);
-
-// The tokens micro-batch `micro` of `step` trains on, given its committed tokens (b rows of
-// T+1). Only a test's dishonest trainer sets one; the witness facts stay the committed ones.
-using BatchFeed =
-    std::function<std::vector<uint16_t>(int64_t step, int64_t micro, std::vector<uint16_t>)>;
 
 // Everything a step reads besides the state: built by make_step_context from a resolved run.
 struct StepContext {
@@ -57,7 +51,6 @@ struct StepContext {
   bool witness = true;
   // false: gradients summed over ranks in arrival order (dist.reduction = arrival).
   bool canonical_reduction = true;
-  BatchFeed feed;  // empty: every micro-batch trains on its committed tokens
 };
 StepContext make_step_context(const RunConfig& rc, const BatchSource& batches);
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
@@ -25,7 +26,7 @@
 #include "trainer/generate.h"
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/layout.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/run_plan.h"
 #include "trainer/runtime.h"
 #include "trainer/peak_flops.h"
@@ -33,7 +34,7 @@
 #include "trainer/tensorboard.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
-#include "witness/log/writer.h"
+#include "record/writer.h"
 
 namespace wit {
 
@@ -82,9 +83,6 @@ double measure_matmul_flops(const Compute& compute, int reps) {
 
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 
 // Metrics lines past `step` belong to a stretch of training that a resume redoes.
@@ -204,17 +202,6 @@ void check_resumable(const fs::path& log_file, const config::Config& cfg,
          diffs.size() > 1 ? fmt::format(" and {} more", diffs.size() - 1) : "");
 }
 
-// A test hook: WIT_INJECT_FAULT=RANK:STEP makes that rank throw before that step, to check that
-// one failing rank brings the whole job down instead of leaving the others waiting.
-void maybe_inject_fault(int rank, int64_t step) {
-  const char* spec = std::getenv("WIT_INJECT_FAULT");
-  if (!spec) return;
-  int r = -1;
-  long long s = -1;
-  if (std::sscanf(spec, "%d:%lld", &r, &s) == 2 && r == rank && s == step)
-    fail("fault injected on rank {} at step {} (WIT_INJECT_FAULT)", rank, step);
-}
-
 // Whether an exception is an allocation that failed: the GPU's (c10::OutOfMemoryError) or the
 // host's (std::bad_alloc, or libtorch's CPU allocator refusing).
 bool out_of_memory(const std::exception& e) {
@@ -245,154 +232,74 @@ StepRecord step_or_explain_memory(Layout& layout, const StepContext& ctx, const 
   }
 }
 
-TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
-  const bool is_root = comm.is_root();
-  const bool quiet = opts.quiet || !is_root;
-  if (opts.until == 0) fail("--until must be at least 1 step");
-  ResolvedRun run = resolve(opts);
-  comm.barrier();  // every rank has checked the run directory before rank 0 writes into it
-  // The device, precision and attention kernel, resolved here (model.attention = auto becomes
-  // the kernel this run uses, which the genesis commits to).
-  const Compute compute = resolve_compute(run.cfg, comm.size(), quiet);
-  const RunConfig rc = run_config_from(run.cfg);
-  // Gradients on a GPU travel over NCCL; control messages stay on MPI.
-  const std::unique_ptr<dist::Communicator> device_comm =
-      device_communicator(comm, compute, quiet);
-  dist::Communicator& step_comm = device_comm ? *device_comm : comm;
-  // The layout checks its rules (world size, M) before anything is written.
-  auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, step_comm, compute);
-  const fs::path& dir = run.run_dir;
-  // The key first: a run that could not sign its log must not start.
-  std::optional<witness::SigningKey> key;
-  if (is_root) key = training_key(opts.key, quiet);
-  set_compute_threads(int(rc.train.threads));
-  keep_freed_memory();
+// One run of `wit train` on this process: set-up (the run directory, the compute, the model and
+// its data, the genesis, the state to start from, the witness log), the step loop with its
+// committed cadence of fingerprints, evaluations and checkpoints, and the finish (the final
+// evaluation, the signed log, the exported model). Collective: every rank builds one and
+// calls the same methods in the same order.
+class Training {
+ public:
+  Training(const TrainOptions& opts, const TrainHooks& hooks, dist::Communicator& comm)
+      : opts_(opts),
+        hooks_(hooks),
+        comm_(comm),
+        is_root_(comm.is_root()),
+        quiet_(opts.quiet || !comm.is_root()) {}
 
-  const auto dataset = data::Dataset::open(rc.data.dir);
-  if (dataset.vocab_size() > rc.model.vocab_size)
-    fail("dataset {} has a vocabulary of {} tokens but model.vocab_size is {}",
-         rc.data.dir.string(), dataset.vocab_size(), rc.model.vocab_size);
-  const Digest root = dataset.manifest().root;
-  const RunPlan plan(rc, dataset);
-  const BatchSource& batches = plan.batches();
-  const std::string config_yaml = run.cfg.to_yaml();
-  // The run's genesis, which its checkpoints and log are bound to; the key lives on rank 0.
-  witness::PublicKey public_key{};
-  if (is_root) public_key = key->public_key();
-  comm.broadcast(public_key.data(), public_key.size(), 0);
-  const Digest genesis =
-      witness::genesis_hash(committed_yaml(run.cfg), root, data::layout_digest(dataset.manifest()),
-                            uint64_t(layout->num_params()), public_key);
-  fs::path last_ckpt;
-  Digest loaded_state{};
-  if (opts.resume) {
-    if (is_root) {
-      check_resumable(dir / witness::kLogFileName, run.cfg, public_key, compute);
-      remove_checkpoint_temporaries(dir);  // a write the interruption cut short
-    }
-    if (auto ck = latest_checkpoint(dir)) {
-      const CheckpointInfo info = read_checkpoint_info(*ck);
-      loaded_state = info.state_hash;
-      if (info.genesis != genesis)
-        fail(
-            "checkpoint {} belongs to another run (genesis {}, this run's is {}): the committed "
-            "config, the dataset, the model or the signing key differ",
-            ck->string(), to_hex(info.genesis).substr(0, 16), to_hex(genesis).substr(0, 16));
-      if (checkpoint_path(dir, info.step) != *ck)
-        fail("checkpoint {} says it holds the state after step {}: it was renamed or is corrupt",
-             ck->string(), info.step);
-      layout->load(*ck);
-      last_ckpt = *ck;
-      if (!quiet)
-        fmt::print("resuming {} from step {} ({})\n", dir.string(), layout->steps_done(),
-                   ck->string());
-    } else {
-      layout->init(init_seed(rc.train.seed));
-      if (!quiet) fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir.string());
-    }
-    if (is_root) truncate_metrics(dir / "metrics.jsonl", layout->steps_done());
-  } else {
-    if (is_root) {
-      fs::create_directories(dir);
-      write_file_atomic(dir / "config.yaml", config_yaml);
-    }
-    layout->init(init_seed(rc.train.seed));
-  }
+  TrainSummary run();
 
-  const int64_t total = rc.train.steps;
-  auto steps_done = [&] { return layout->steps_done(); };
-
-  // The witness log: created with the run, continued on resume, never written by a resume of a
-  // finished run.
-  const fs::path log_file = dir / witness::kLogFileName;
-  const bool finished_already =
-      opts.resume && steps_done() == total && fs::exists(dir / "model.safetensors");
-  const std::string session = session_json(step_comm, rc, layout->name(), steps_done(), compute);
-  witness::Fingerprint loaded_weights{};
-  if (!last_ckpt.empty()) loaded_weights = layout->weight_fingerprint();
-  std::optional<witness::LogWriter> log;
-  if (is_root && !finished_already) {
-    const auto meta =
-        run_meta(run.cfg, dataset.manifest(), layout->num_params(), key->public_key(), session);
-    if (opts.resume) {
-      const witness::ResumePoint at{
-          uint64_t(steps_done()),
-          loaded_weights,
-          {uint64_t(steps_done()), loaded_state}};
-      log.emplace(witness::LogWriter::resume(log_file, meta, std::move(*key), at));
-    } else {
-      log.emplace(witness::LogWriter::create(log_file, meta, std::move(*key)));
-    }
-  }
+ private:
+  // Set-up.
+  void build();
+  void open_data();
+  void start_state();
+  void resume_state();
+  void open_log();
+  void announce();
+  // The loop and what the committed cadence asks for after a step.
+  void step_loop();
+  void report_progress(const StepRecord& rec);
+  void checkpoint();
+  void settle(bool wait);
+  void log_checkpoint(int64_t step, const Digest& state, const Digest& anchor, double stall_s,
+                      double write_s);
+  void fingerprint();
+  void evaluate();
+  void print_sample();
+  void finish();
   // Appends to the log; a failure (disk full, say) stops the run saying what it leaves behind.
-  auto record = [&](const std::function<void(witness::LogWriter&)>& write) {
-    if (!log) return;
-    try {
-      write(*log);
-    } catch (const std::exception& e) {
-      fail(
-          "cannot write the witness log: {}; the run stops here, and `wit train --resume {}` "
-          "continues it from the last checkpoint once the cause is fixed",
-          e.what(), dir.string());
-    }
-  };
-  const int64_t stop = opts.until >= 0 ? std::min(opts.until, total) : total;
-  const double flops_per_token = model::gpt_flops_per_token(rc.model, rc.data.seq_len);
-  // MFU's denominator: every process's peak, from the GPU's datasheet where the table knows it
-  // (timing a matmul varies from run to run), else timed now on this process's compute.
-  const std::optional<double> datasheet =
-      compute.is_cuda() ? datasheet_peak_flops(device_facts(compute).value("gpu", ""), compute.bf16)
-                        : std::nullopt;
-  const double peak_per_process = datasheet ? *datasheet : measure_matmul_flops(compute);
-  const double peak = peak_per_process * double(comm.size());
-  if (!quiet) {
-    fmt::print(
-        "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
-        "{} process(es) ({})\n",
-        dir.string(), double(layout->num_params()) / 1e6, total, rc.tokens_per_step(),
-        rc.data.dir.string(), batches.num_samples(), comm.size(), comm.backend());
-    fmt::print("layout {}: {:.1f} MB of parameters and AdamW state on each rank\n",
-               layout->name(), double(layout->state_bytes()) / 1e6);
-    if (compute.is_cuda())
-      fmt::print("compute: {}\n", device_facts(compute).dump());
-    fmt::print("MFU is measured against {:.1f} GFLOP/s per process x {} process(es): {}\n",
-               peak_per_process / 1e9, comm.size(),
-               datasheet ? fmt::format("the GPU's {} datasheet peak", compute.bf16 ? "bf16" : "fp32")
-               : compute.is_cuda()
-                   ? fmt::format("an {}^3 {} matmul on the GPU, timed now (a GPU the table of "
-                                 "datasheet peaks does not know)",
-                                 kGpuPeakSize, compute.bf16 ? "bf16" : "fp32")
-                   : fmt::format("a 1024^3 fp32 matmul on {} thread(s), timed now", rc.train.threads));
-    std::fflush(stdout);
-  }
+  void record(const std::function<void(witness::LogWriter&)>& write);
 
-  MetricsFile metrics(dir / "metrics.jsonl", is_root);
-  TrainSummary summary{dir, steps_done(), 0, 0, last_ckpt, {}, log_file, is_root};
-  int64_t saved_step = last_ckpt.empty() ? -1 : steps_done();
+  int64_t steps_done() const { return layout_->steps_done(); }
+  const fs::path& dir() const { return run_->run_dir; }
+
+  const TrainOptions& opts_;
+  const TrainHooks& hooks_;
+  dist::Communicator& comm_;
+  const bool is_root_, quiet_;
+
+  std::optional<ResolvedRun> run_;
+  std::optional<Compute> compute_;
+  RunConfig rc_;
+  std::unique_ptr<dist::Communicator> device_comm_;  // gradients on a GPU travel over NCCL
+  dist::Communicator* step_comm_ = nullptr;
+  std::unique_ptr<Layout> layout_;
+  std::optional<witness::SigningKey> key_;  // rank 0
+  std::optional<data::Dataset> dataset_;
+  std::optional<RunPlan> plan_;
+  witness::PublicKey public_key_{};
+  Digest genesis_{};
+  fs::path last_ckpt_;
+  Digest loaded_state_{};
+  std::optional<witness::LogWriter> log_;  // rank 0, unless the run had finished already
+  int64_t total_ = 0, stop_ = 0, first_step_ = 0, saved_step_ = -1;
+  double flops_per_token_ = 0, peak_ = 0;
+  std::unique_ptr<MetricsFile> metrics_;
+  TrainSummary summary_;
 
   // Checkpoints: the state is copied between steps (the loop's only stall) and written on a
-  // thread of its own while training goes on; the log records it once it is durable, anchored to
-  // its own step. One is in flight at a time. Fsdp, and --sync-checkpoints, write in the loop.
+  // thread of its own while training goes on; the log records it once it is durable, anchored
+  // to its own step. One is in flight at a time. Fsdp, and --sync-checkpoints, write in the loop.
   struct Pending {
     int64_t step;
     Digest anchor;  // the record hash of its step
@@ -400,107 +307,190 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     double stall_s;
     Clock::time_point start;
   };
-  std::optional<Pending> pending;  // rank 0
-  HostState snapshot;              // rank 0: reused by every background checkpoint
-  // Its buffers are allocated and faulted in now (a copy of the initial state), not in the
-  // first checkpoint's stall.
-  if (!opts.sync_checkpoints) layout->snapshot(snapshot);
-  auto log_checkpoint = [&](int64_t step, const Digest& state, const Digest& anchor, double stall_s,
-                            double write_s) {
-    record([&](witness::LogWriter& w) {
-      w.append_checkpoint({uint64_t(step), state}, anchor);
-      w.sign();
-    });
-    metrics.write({{"step", step}, {"checkpoint_s", stall_s}, {"checkpoint_write_s", write_s}});
-  };
-  // Logs the checkpoint in flight once it is durable (or waits for it).
-  auto settle = [&](bool wait) {
-    if (!pending || (!wait && !pending->write->finished())) return;
-    Digest state;
-    try {
-      state = pending->write->wait();
-    } catch (const std::exception& e) {
+  std::optional<Pending> pending_;  // rank 0
+  HostState snapshot_;              // rank 0: reused by every background checkpoint
+
+  // Text samples (train.sample_every), decoded with the dataset's tokenizer.
+  bool sampling_ = false;
+  std::unique_ptr<data::Gpt2Tokenizer> sample_gpt2_;
+
+  // Progress lines: tokens per second over the window since the last line.
+  Clock::time_point window_start_, run_start_;
+  int64_t window_tokens_ = 0;
+};
+
+TrainSummary Training::run() {
+  if (opts_.until == 0) fail("--until must be at least 1 step");
+  build();
+  open_data();
+  start_state();
+  open_log();
+  announce();
+  step_loop();
+  finish();
+  return summary_;
+}
+
+// The run directory and config, the compute, the layout and the signing key.
+void Training::build() {
+  run_.emplace(resolve(opts_));
+  comm_.barrier();  // every rank has checked the run directory before rank 0 writes into it
+  // The device, precision and attention kernel, resolved here (model.attention = auto becomes
+  // the kernel this run uses, which the genesis commits to).
+  compute_.emplace(resolve_compute(run_->cfg, comm_.size(), quiet_));
+  rc_ = run_config_from(run_->cfg);
+  // Gradients on a GPU travel over NCCL; control messages stay on MPI.
+  device_comm_ = device_communicator(comm_, *compute_, quiet_);
+  step_comm_ = device_comm_ ? device_comm_.get() : &comm_;
+  // The layout checks its rules (world size, M) before anything is written.
+  layout_ = make_layout(rc_.dist_mode, rc_.model, rc_.train.micro_batches, *step_comm_, *compute_);
+  // The key first: a run that could not sign its log must not start.
+  if (is_root_) key_ = training_key(opts_.key, quiet_);
+  set_compute_threads(int(rc_.train.threads));
+  keep_freed_memory();
+}
+
+// The dataset, the committed schedule over it and the run's genesis, which its checkpoints and
+// log are bound to (the key lives on rank 0).
+void Training::open_data() {
+  dataset_.emplace(data::Dataset::open(rc_.data.dir));
+  if (dataset_->vocab_size() > rc_.model.vocab_size)
+    fail("dataset {} has a vocabulary of {} tokens but model.vocab_size is {}",
+         rc_.data.dir.string(), dataset_->vocab_size(), rc_.model.vocab_size);
+  plan_.emplace(rc_, *dataset_);
+  if (is_root_) public_key_ = key_->public_key();
+  comm_.broadcast(public_key_.data(), public_key_.size(), 0);
+  genesis_ = witness::genesis_hash(committed_yaml(run_->cfg), dataset_->manifest().root,
+                                   data::layout_digest(dataset_->manifest()),
+                                   uint64_t(layout_->num_params()), public_key_);
+  total_ = rc_.train.steps;
+}
+
+// A new run's initial state, or a resumed run's last checkpoint.
+void Training::start_state() {
+  if (opts_.resume) {
+    resume_state();
+    return;
+  }
+  if (is_root_) {
+    fs::create_directories(dir());
+    write_file_atomic(dir() / "config.yaml", run_->cfg.to_yaml());
+  }
+  layout_->init(init_seed(rc_.train.seed));
+}
+
+void Training::resume_state() {
+  if (is_root_) {
+    check_resumable(dir() / witness::kLogFileName, run_->cfg, public_key_, *compute_);
+    remove_checkpoint_temporaries(dir());  // a write the interruption cut short
+  }
+  if (auto ck = latest_checkpoint(dir())) {
+    const CheckpointInfo info = read_checkpoint_info(*ck);
+    loaded_state_ = info.state_hash;
+    if (info.genesis != genesis_)
       fail(
-          "cannot write checkpoint {}: {}; the run stops here, and `wit train --resume {}` "
-          "continues it from the last checkpoint once the cause is fixed",
-          checkpoint_path(dir, pending->step).string(), e.what(), dir.string());
-    }
-    log_checkpoint(pending->step, state, pending->anchor, pending->stall_s,
-                   std::chrono::duration<double>(Clock::now() - pending->start).count());
-    pending.reset();
-  };
-  auto checkpoint = [&] {  // collective
-    const auto start = Clock::now();
-    settle(true);  // the previous write, if still going, is part of this stall
-    summary.checkpoint = checkpoint_path(dir, steps_done());
-    const CheckpointInfo info{steps_done(), layout->num_params(), genesis, {}};
-    saved_step = steps_done();
-    const Digest anchor = log ? log->heads().step_head : Digest{};
-    if (!opts.sync_checkpoints && layout->snapshot(snapshot)) {
-      if (!is_root) return;
-      auto write = std::make_unique<BackgroundCheckpoint>(summary.checkpoint, info, snapshot);
-      pending = Pending{steps_done(), anchor, std::move(write),
-                        std::chrono::duration<double>(Clock::now() - start).count(), start};
-      return;
-    }
-    const Digest state = layout->save(summary.checkpoint, info);
-    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-    if (is_root) log_checkpoint(steps_done(), state, anchor, secs, secs);
-  };
-  auto fingerprint = [&] {  // collective
-    const witness::FingerprintFields f = layout->fingerprint(plan.probe_batch());
-    record([&](witness::LogWriter& w) { w.append_fingerprint(f); });
-  };
-  auto eval = [&] {  // collective
-    const float val = layout->evaluate(dataset.val(), rc.data.seq_len, rc.train.micro_batch_size,
-                                       rc.train.eval_batches);
-    if (!is_root) return;
-    record([&](witness::LogWriter& w) {
-      w.append_eval({uint64_t(steps_done()), "val", "loss", val});
-    });
-    metrics.write({{"step", steps_done()}, {"val_loss", val}});
-    if (!quiet) fmt::print("step {:>6}/{} | val loss {:.4f}\n", steps_done(), total, val);
-    summary.val_loss = val;
-  };
+          "checkpoint {} belongs to another run (genesis {}, this run's is {}): the committed "
+          "config, the dataset, the model or the signing key differ",
+          ck->string(), to_hex(info.genesis).substr(0, 16), to_hex(genesis_).substr(0, 16));
+    if (checkpoint_path(dir(), info.step) != *ck)
+      fail("checkpoint {} says it holds the state after step {}: it was renamed or is corrupt",
+           ck->string(), info.step);
+    layout_->load(*ck);
+    last_ckpt_ = *ck;
+    if (!quiet_)
+      fmt::print("resuming {} from step {} ({})\n", dir().string(), steps_done(), ck->string());
+  } else {
+    layout_->init(init_seed(rc_.train.seed));
+    if (!quiet_) fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir().string());
+  }
+  if (is_root_) truncate_metrics(dir() / "metrics.jsonl", steps_done());
+}
 
-  // Text samples (train.sample_every), decoded with the dataset's tokenizer. They change nothing
-  // the step uses: no gradients, and draws from a generator of their own.
-  const bool sampling = rc.train.sample_every > 0 && !opts.quiet;
-  const std::string sample_tokenizer = dataset.manifest().tokenizer;
-  std::unique_ptr<data::Gpt2Tokenizer> sample_gpt2;
-  if (sampling && is_root && sample_tokenizer == "gpt2")
-    sample_gpt2 = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
-  auto print_sample = [&] {  // collective
-    const torch::Tensor params = layout->full_params();
-    if (!is_root) return;
-    if (sample_tokenizer == "external") {
-      if (steps_done() == total)
-        fmt::print("sample: none (the data was tokenized outside wit, with a tokenizer it does not know)\n");
-      return;
+// The witness log: created with the run, continued on resume, never written by a resume of a
+// finished run.
+void Training::open_log() {
+  const fs::path log_file = dir() / witness::kLogFileName;
+  const bool finished_already =
+      opts_.resume && steps_done() == total_ && fs::exists(dir() / "model.safetensors");
+  const std::string session = session_json(*step_comm_, rc_, layout_->name(), steps_done(), *compute_);
+  witness::Fingerprint loaded_weights{};
+  if (!last_ckpt_.empty()) loaded_weights = layout_->weight_fingerprint();
+  if (is_root_ && !finished_already) {
+    const auto meta =
+        run_meta(run_->cfg, dataset_->manifest(), layout_->num_params(), key_->public_key(), session);
+    if (opts_.resume) {
+      const witness::ResumePoint at{
+          uint64_t(steps_done()), loaded_weights, {uint64_t(steps_done()), loaded_state_}};
+      log_.emplace(witness::LogWriter::resume(log_file, meta, std::move(*key_), at));
+    } else {
+      log_.emplace(witness::LogWriter::create(log_file, meta, std::move(*key_)));
     }
-    const uint16_t eot = uint16_t(dataset.manifest().eot_token);
-    SampleOptions so;
-    so.tokens = 64;
-    so.seed = uint64_t(steps_done());
-    so.stop_token = eot;
-    so.vocab = dataset.vocab_size();
-    std::string text;
-    Sampler(rc.model, params).generate({eot}, so, [&](uint16_t t) {
-      if (t != eot) text += sample_gpt2 ? sample_gpt2->token_bytes(t) : data::decode_bytes(&t, 1);
-      return true;
-    });
-    fmt::print("step {:>6}/{} | sample:\n{}\n", steps_done(), total, text);
+  }
+  summary_ = TrainSummary{dir(), steps_done(), 0, 0, last_ckpt_, {}, log_file, is_root_};
+}
+
+// MFU's denominator, the run's size and where it runs, said once before the first step.
+void Training::announce() {
+  stop_ = opts_.until >= 0 ? std::min(opts_.until, total_) : total_;
+  flops_per_token_ = model::gpt_flops_per_token(rc_.model, rc_.data.seq_len);
+  // Every process's peak, from the GPU's datasheet where the table knows it (timing a matmul
+  // varies from run to run), else timed now on this process's compute.
+  const Compute& compute = *compute_;
+  const std::optional<double> datasheet =
+      compute.is_cuda() ? datasheet_peak_flops(device_facts(compute).value("gpu", ""), compute.bf16)
+                        : std::nullopt;
+  const double peak_per_process = datasheet ? *datasheet : measure_matmul_flops(compute);
+  peak_ = peak_per_process * double(comm_.size());
+  if (!quiet_) {
+    fmt::print(
+        "run {}: {:.2f}M parameters, {} steps x {} tokens, data {} ({} train windows), "
+        "{} process(es) ({})\n",
+        dir().string(), double(layout_->num_params()) / 1e6, total_, rc_.tokens_per_step(),
+        rc_.data.dir.string(), plan_->batches().num_samples(), comm_.size(), comm_.backend());
+    fmt::print("layout {}: {:.1f} MB of parameters and AdamW state on each rank\n",
+               layout_->name(), double(layout_->state_bytes()) / 1e6);
+    if (compute.is_cuda()) fmt::print("compute: {}\n", device_facts(compute).dump());
+    const std::string basis =
+        datasheet ? fmt::format("the GPU's {} datasheet peak", compute.bf16 ? "bf16" : "fp32")
+        : compute.is_cuda()
+            ? fmt::format("an {}^3 {} matmul on the GPU, timed now (a GPU the table of "
+                          "datasheet peaks does not know)",
+                          kGpuPeakSize, compute.bf16 ? "bf16" : "fp32")
+            : fmt::format("a 1024^3 fp32 matmul on {} thread(s), timed now", rc_.train.threads);
+    fmt::print("MFU is measured against {:.1f} GFLOP/s per process x {} process(es): {}\n",
+               peak_per_process / 1e9, comm_.size(), basis);
     std::fflush(stdout);
-  };
+  }
+  metrics_ = std::make_unique<MetricsFile>(dir() / "metrics.jsonl", is_root_);
+  saved_step_ = last_ckpt_.empty() ? -1 : steps_done();
+  // The snapshot's buffers are allocated and faulted in now (a copy of the initial state), not
+  // in the first checkpoint's stall.
+  if (!opts_.sync_checkpoints) layout_->snapshot(snapshot_);
+  // Samples change nothing the step uses: no gradients, and draws from a generator of their own.
+  sampling_ = rc_.train.sample_every > 0 && !opts_.quiet;
+  if (sampling_ && is_root_ && dataset_->manifest().tokenizer == "gpt2")
+    sample_gpt2_ = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
+}
 
-  auto window_start = Clock::now();
-  int64_t window_tokens = 0;
-  const auto run_start = Clock::now();
-  const int64_t first_step = steps_done();
-  while (steps_done() < stop) {
-    maybe_inject_fault(comm.rank(), steps_done());
+void Training::record(const std::function<void(witness::LogWriter&)>& write) {
+  if (!log_) return;
+  try {
+    write(*log_);
+  } catch (const std::exception& e) {
+    fail(
+        "cannot write the witness log: {}; the run stops here, and `wit train --resume {}` "
+        "continues it from the last checkpoint once the cause is fixed",
+        e.what(), dir().string());
+  }
+}
+
+void Training::step_loop() {
+  window_start_ = run_start_ = Clock::now();
+  first_step_ = steps_done();
+  while (steps_done() < stop_) {
+    if (hooks_.before_step) hooks_.before_step(comm_.rank(), steps_done());
     const auto step_start = Clock::now();
-    const StepRecord rec = step_or_explain_memory(*layout, plan.context(), compute, dir);
+    const StepRecord rec = step_or_explain_memory(*layout_, plan_->context(), *compute_, dir());
     const double step_secs = std::chrono::duration<double>(Clock::now() - step_start).count();
     record([&](witness::LogWriter& w) {
       w.append_step(step_fields(rec), {unix_now(), step_secs});
@@ -508,69 +498,164 @@ TrainSummary train_on(const TrainOptions& opts, dist::Communicator& comm) {
     settle(false);
     if (!std::isfinite(rec.loss))
       fail("loss became {} at step {}: lower optim.lr or check the data", rec.loss, rec.step);
-    summary.last_loss = rec.loss;
-    window_tokens += rec.tokens;
-    const bool last = steps_done() == stop;
-    if (steps_done() % rc.train.log_every == 0 || last) {
-      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double tps = double(window_tokens) / std::max(secs, 1e-9);
-      const double mfu = tps * flops_per_token / peak;
-      const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
-      const double eta = elapsed / double(steps_done() - first_step) * double(stop - steps_done());
-      metrics.write({{"step", steps_done()},
-                     {"loss", rec.loss},
-                     {"lr", rec.hyper.lr},
-                     {"grad_norm", rec.grad_norm},
-                     {"tokens_per_s", tps},
-                     {"mfu", mfu}});
-      if (!quiet) {
-        fmt::print(
-            "step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} tok/s | "
-            "MFU {:.1f}% | ETA {}\n",
-            steps_done(), total, rec.loss, rec.hyper.lr, rec.grad_norm, tps, 100 * mfu,
-            format_duration(eta));
-        std::fflush(stdout);
-      }
-      window_start = Clock::now();
-      window_tokens = 0;
-    }
+    summary_.last_loss = rec.loss;
+    window_tokens_ += rec.tokens;
+    const bool last = steps_done() == stop_;
+    if (steps_done() % rc_.train.log_every == 0 || last) report_progress(rec);
     // The committed cadence; the final evaluation and checkpoint come after the loop, and a run
     // stopped early (--until) checkpoints where it stops.
-    if (rc.fingerprint_after(steps_done())) fingerprint();
-    if (rc.eval_after(steps_done()) && steps_done() != total) eval();
-    if (rc.checkpoint_after(steps_done()) && !last) checkpoint();
-    if (sampling && steps_done() % rc.train.sample_every == 0 && !last) print_sample();
+    if (rc_.fingerprint_after(steps_done())) fingerprint();
+    if (rc_.eval_after(steps_done()) && steps_done() != total_) evaluate();
+    if (rc_.checkpoint_after(steps_done()) && !last) checkpoint();
+    if (sampling_ && steps_done() % rc_.train.sample_every == 0 && !last) print_sample();
   }
-  if (saved_step != steps_done()) checkpoint();
-  summary.steps_done = steps_done();
-  if (compute.is_cuda()) metrics.write({{"step", steps_done()}, {"peak_device_bytes", peak_device_bytes(compute)}});
-  const fs::path model_file = dir / "model.safetensors";
-  if (first_step == total && fs::exists(model_file)) {
+  if (saved_step_ != steps_done()) checkpoint();
+  summary_.steps_done = steps_done();
+}
+
+// A metrics line and a progress line: tokens per second and MFU over the window since the last.
+void Training::report_progress(const StepRecord& rec) {
+  const double secs = std::chrono::duration<double>(Clock::now() - window_start_).count();
+  const double tps = double(window_tokens_) / std::max(secs, 1e-9);
+  const double mfu = tps * flops_per_token_ / peak_;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - run_start_).count();
+  const double eta = elapsed / double(steps_done() - first_step_) * double(stop_ - steps_done());
+  metrics_->write({{"step", steps_done()},
+                   {"loss", rec.loss},
+                   {"lr", rec.hyper.lr},
+                   {"grad_norm", rec.grad_norm},
+                   {"tokens_per_s", tps},
+                   {"mfu", mfu}});
+  if (!quiet_) {
+    fmt::print(
+        "step {:>6}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} tok/s | "
+        "MFU {:.1f}% | ETA {}\n",
+        steps_done(), total_, rec.loss, rec.hyper.lr, rec.grad_norm, tps, 100 * mfu,
+        format_duration(eta));
+    std::fflush(stdout);
+  }
+  window_start_ = Clock::now();
+  window_tokens_ = 0;
+}
+
+void Training::log_checkpoint(int64_t step, const Digest& state, const Digest& anchor,
+                              double stall_s, double write_s) {
+  record([&](witness::LogWriter& w) {
+    w.append_checkpoint({uint64_t(step), state}, anchor);
+    w.sign();
+  });
+  metrics_->write({{"step", step}, {"checkpoint_s", stall_s}, {"checkpoint_write_s", write_s}});
+}
+
+// Logs the checkpoint in flight once it is durable (or waits for it).
+void Training::settle(bool wait) {
+  if (!pending_ || (!wait && !pending_->write->finished())) return;
+  Digest state;
+  try {
+    state = pending_->write->wait();
+  } catch (const std::exception& e) {
+    fail(
+        "cannot write checkpoint {}: {}; the run stops here, and `wit train --resume {}` "
+        "continues it from the last checkpoint once the cause is fixed",
+        checkpoint_path(dir(), pending_->step).string(), e.what(), dir().string());
+  }
+  log_checkpoint(pending_->step, state, pending_->anchor, pending_->stall_s,
+                 std::chrono::duration<double>(Clock::now() - pending_->start).count());
+  pending_.reset();
+}
+
+void Training::checkpoint() {  // collective
+  const auto start = Clock::now();
+  settle(true);  // the previous write, if still going, is part of this stall
+  summary_.checkpoint = checkpoint_path(dir(), steps_done());
+  const CheckpointInfo info{steps_done(), layout_->num_params(), genesis_, {}};
+  saved_step_ = steps_done();
+  const Digest anchor = log_ ? log_->heads().step_head : Digest{};
+  if (!opts_.sync_checkpoints && layout_->snapshot(snapshot_)) {
+    if (!is_root_) return;
+    auto write = std::make_unique<BackgroundCheckpoint>(summary_.checkpoint, info, snapshot_);
+    pending_ = Pending{steps_done(), anchor, std::move(write),
+                       std::chrono::duration<double>(Clock::now() - start).count(), start};
+    return;
+  }
+  const Digest state = layout_->save(summary_.checkpoint, info);
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  if (is_root_) log_checkpoint(steps_done(), state, anchor, secs, secs);
+}
+
+void Training::fingerprint() {  // collective
+  const witness::FingerprintFields f = layout_->fingerprint(plan_->probe_batch());
+  record([&](witness::LogWriter& w) { w.append_fingerprint(f); });
+}
+
+void Training::evaluate() {  // collective
+  const float val = layout_->evaluate(dataset_->val(), rc_.data.seq_len,
+                                      rc_.train.micro_batch_size, rc_.train.eval_batches);
+  if (!is_root_) return;
+  record([&](witness::LogWriter& w) {
+    w.append_eval({uint64_t(steps_done()), "val", "loss", val});
+  });
+  metrics_->write({{"step", steps_done()}, {"val_loss", val}});
+  if (!quiet_) fmt::print("step {:>6}/{} | val loss {:.4f}\n", steps_done(), total_, val);
+  summary_.val_loss = val;
+}
+
+void Training::print_sample() {  // collective
+  const torch::Tensor params = layout_->full_params();
+  if (!is_root_) return;
+  const data::Manifest& manifest = dataset_->manifest();
+  if (manifest.tokenizer == "external") {
+    if (steps_done() == total_)
+      fmt::print("sample: none (the data was tokenized outside wit, with a tokenizer it does not know)\n");
+    return;
+  }
+  const uint16_t eot = uint16_t(manifest.eot_token);
+  SampleOptions so;
+  so.tokens = 64;
+  so.seed = uint64_t(steps_done());
+  so.stop_token = eot;
+  so.vocab = dataset_->vocab_size();
+  std::string text;
+  Sampler(rc_.model, params).generate({eot}, so, [&](uint16_t t) {
+    if (t != eot) text += sample_gpt2_ ? sample_gpt2_->token_bytes(t) : data::decode_bytes(&t, 1);
+    return true;
+  });
+  fmt::print("step {:>6}/{} | sample:\n{}\n", steps_done(), total_, text);
+  std::fflush(stdout);
+}
+
+// The final evaluation, the signed log and the exported model; a resume of a finished run only
+// reports it.
+void Training::finish() {
+  const Compute& compute = *compute_;
+  if (compute.is_cuda())
+    metrics_->write({{"step", steps_done()}, {"peak_device_bytes", peak_device_bytes(compute)}});
+  const fs::path model_file = dir() / "model.safetensors";
+  if (first_step_ == total_ && fs::exists(model_file)) {
     // Resuming a finished run: report it, evaluate and export nothing twice.
-    summary.model_file = model_file;
-    summary.val_loss = last_logged(dir / "metrics.jsonl", "val_loss");
-    summary.last_loss = last_logged(dir / "metrics.jsonl", "loss");
-    if (!quiet) fmt::print("run {} was already complete\n", dir.string());
-  } else if (steps_done() == total) {
-    eval();
-    if (sampling) print_sample();
+    summary_.model_file = model_file;
+    summary_.val_loss = last_logged(dir() / "metrics.jsonl", "val_loss");
+    summary_.last_loss = last_logged(dir() / "metrics.jsonl", "loss");
+    if (!quiet_) fmt::print("run {} was already complete\n", dir().string());
+  } else if (steps_done() == total_) {
+    evaluate();
+    if (sampling_) print_sample();
     settle(true);
     record([&](witness::LogWriter& w) { w.sign(); });
-    summary.model_file = model_file;
-    layout->export_model(model_file, {{"format", "pt"},
-                                      {"wit.step", std::to_string(steps_done())},
-                                      {"wit.manifest_root", to_hex(root)}});
+    summary_.model_file = model_file;
+    layout_->export_model(model_file, {{"format", "pt"},
+                                       {"wit.step", std::to_string(steps_done())},
+                                       {"wit.manifest_root", to_hex(dataset_->manifest().root)}});
   }
   settle(true);  // a run stopped early (--until): its last checkpoint logged before it returns
-  return summary;
 }
 
 }  // namespace
 
-TrainSummary train(const TrainOptions& opts) {
+TrainSummary train(const TrainOptions& opts, const TrainHooks& hooks) {
   auto comm = dist::make_communicator();
   try {
-    return train_on(opts, *comm);
+    return Training(opts, hooks, *comm).run();
   } catch (const SharedError&) {
     throw;  // every rank raised it: each ends on its own, rank 0 reports
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,14 @@ struct TrainSummary {
   bool is_root = true;  // rank 0 of the job (prints the summary)
 };
 
-TrainSummary train(const TrainOptions& opts);
+// What a caller adds to a run besides its options: code called at fixed points of the loop. The
+// command line adds none; a test adds a fault one rank raises, to see the whole job come down.
+struct TrainHooks {
+  // On every rank, before step `step` (0-based) runs.
+  std::function<void(int rank, int64_t step)> before_step;
+};
+
+TrainSummary train(const TrainOptions& opts, const TrainHooks& hooks = {});
 
 // "42s", "3m07s", "2h15m": how progress lines give durations and ETAs.
 std::string format_duration(double seconds);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/h5.h"
 
@@ -37,15 +38,6 @@ witness::SigningKey training_key(const fs::path& explicit_key, bool quiet) {
 }
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");

@@ -9,10 +9,10 @@
 #include "trainer/compute.h"
 #include "trainer/data/manifest.h"
 #include "trainer/dist/communicator.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/step.h"
-#include "witness/log/reader.h"
-#include "witness/log/signing.h"
+#include "record/reader.h"
+#include "record/signing.h"
 
 namespace wit {
 

@@ -18,13 +18,13 @@
 #include "board/server.h"
 #include "board/site.h"
 #include "board/track.h"
-#include "witness/log/format.h"
-#include "witness/log/reader.h"
-#include "witness/log/signing.h"
+#include "record/format.h"
+#include "record/reader.h"
+#include "record/signing.h"
 #include "core/error.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/manifest.h"
-#include "witness/log/reader.h"
+#include "record/reader.h"
 
 namespace wit::cli {
 

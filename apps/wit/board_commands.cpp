@@ -1,4 +1,5 @@
-// `wit board`: the leaderboard's commands (built where SQLite, libpq and Boost are found).
+// `wit board`: the leaderboard's commands (built where SQLite, libpq and Boost are found). Each
+// subcommand is added by a function of its own and runs its handler in apps/wit/board.h.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -9,27 +10,44 @@
 
 namespace wit::cli {
 
-void add_board(CLI::App& app) {
-  auto* board = app.add_subcommand(
-      "board",
-      "The leaderboard that certifies its entries itself: tracks (what entries compete on), the "
-      "board's server, submitting runs, verification workers, re-challenges (docs/board.md).");
-  board->require_subcommand(1);
-  auto tracks_file = std::make_shared<std::filesystem::path>();
-  auto runs = std::make_shared<std::vector<std::filesystem::path>>();
-  auto* tracks = board->add_subcommand(
+namespace fs = std::filesystem;
+
+namespace {
+
+// The board a client subcommand talks to, and the participant it acts as.
+struct BoardClient {
+  std::string server, token;
+  void add_to(CLI::App* sub, bool needs_token = true) {
+    sub->add_option("--server", server, "The board, http://HOST:PORT/")->required();
+    if (needs_token)
+      sub->add_option("--token", token, "A participant's token (default: $WIT_BOARD_TOKEN)");
+  }
+};
+
+void add_tracks(CLI::App* board, Commands& commands) {
+  auto tracks_file = std::make_shared<fs::path>();
+  auto runs = std::make_shared<std::vector<fs::path>>();
+  auto* sub = board->add_subcommand(
       "tracks",
       "List the tracks of a tracks file (YAML: dataset, model family and parameter budget, token "
       "budget, evaluation); with runs, say which tracks each may enter and why not the others "
       "(exit 1 when a run may enter none).");
-  tracks->add_option("file", *tracks_file, "The tracks file (e.g. configs/board/tracks.yaml)")
+  sub->add_option("file", *tracks_file, "The tracks file (e.g. configs/board/tracks.yaml)")
       ->required();
-  tracks->add_option("runs", *runs, "Run directories (or witness logs) to check");
-  auto data_dir = std::make_shared<std::filesystem::path>();
-  auto* dataset = board->add_subcommand(
+  sub->add_option("runs", *runs, "Run directories (or witness logs) to check");
+  commands.on_run(sub, [=] { return board_tracks(*tracks_file, *runs); });
+}
+
+void add_dataset(CLI::App* board, Commands& commands) {
+  auto dir = std::make_shared<fs::path>();
+  auto* sub = board->add_subcommand(
       "dataset", "Print a prepared dataset's manifest root, data layout and tokenizer as a track's "
                  "dataset entry");
-  dataset->add_option("dir", *data_dir, "A prepared data directory")->required();
+  sub->add_option("dir", *dir, "A prepared data directory")->required();
+  commands.on_run(sub, [=] { return board_dataset(*dir); });
+}
+
+void add_serve(CLI::App* board, Commands& commands) {
   auto so = std::make_shared<BoardServeOptions>();
   auto* serve = board->add_subcommand(
       "serve", "Serve the board's pages (HTML, no JavaScript needed) and JSON API (/api/) until "
@@ -81,48 +99,69 @@ void add_board(CLI::App& app) {
   serve->add_option("--lease", so->lease,
                     "Seconds a job stays leased to a worker that stops renewing it")
       ->capture_default_str();
+  commands.on_run(serve, [=] { return board_serve(*so); });
+}
+
+void add_participant(CLI::App* board, Commands& commands) {
   auto db = std::make_shared<std::string>("board.sqlite");
   auto name = std::make_shared<std::string>();
   auto admin = std::make_shared<bool>(false);
-  auto* participant = board->add_subcommand(
+  auto* sub = board->add_subcommand(
       "participant", "Add a participant to the board's database and print its token, once");
-  participant->add_option("name", *name, "The participant's name (unique)")->required();
-  participant->add_flag("--admin", *admin, "An operator's token rather than a participant's");
-  participant->add_option("--db", *db, "The board's database (as for serve)")->capture_default_str();
-  auto upload_files = std::make_shared<std::vector<std::filesystem::path>>();
-  auto server = std::make_shared<std::string>();
-  auto token = std::make_shared<std::string>();
-  auto* upload = board->add_subcommand(
+  sub->add_option("name", *name, "The participant's name (unique)")->required();
+  sub->add_flag("--admin", *admin, "An operator's token rather than a participant's");
+  sub->add_option("--db", *db, "The board's database (as for serve)")->capture_default_str();
+  commands.on_run(sub, [=] { return board_add_participant(*db, *name, *admin); });
+}
+
+void add_upload(CLI::App* board, Commands& commands) {
+  auto files = std::make_shared<std::vector<fs::path>>();
+  auto client = std::make_shared<BoardClient>();
+  auto* sub = board->add_subcommand(
       "upload", "Upload files to a board in pieces; an interrupted upload resumes where the "
                 "board says it stopped");
-  upload->add_option("files", *upload_files, "Files to upload")->required();
-  upload->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
-  upload->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
-  auto run_dir = std::make_shared<std::filesystem::path>();
+  sub->add_option("files", *files, "Files to upload")->required();
+  client->add_to(sub);
+  commands.on_run(sub, [=] { return board_upload(*files, client->server, client->token); });
+}
+
+void add_submit(CLI::App* board, Commands& commands) {
+  auto run = std::make_shared<fs::path>();
   auto track = std::make_shared<std::string>();
-  auto entry_name = std::make_shared<std::string>();
-  auto* submit = board->add_subcommand(
+  auto name = std::make_shared<std::string>();
+  auto key = std::make_shared<fs::path>();
+  auto client = std::make_shared<BoardClient>();
+  auto* sub = board->add_subcommand(
       "submit", "Upload a finished run (witness log, config, model, checkpoints) and enter it in a "
                 "track; prints the entry and the board's signed receipt");
-  submit->add_option("run", *run_dir, "The run directory")->required();
-  submit->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
-  submit->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
-  submit->add_option("--track", *track, "The track to enter")->required();
-  submit->add_option("--name", *entry_name, "The entry's name on the board")->required();
-  auto key_file = std::make_shared<std::filesystem::path>();
-  submit->add_option("--key", *key_file,
-                     "The run's private trainer key, registered with the board before submitting "
-                     "(default: $WIT_SIGNING_KEY or ~/.config/wit/signing-key.pem when it is the "
-                     "run's); the board takes only runs signed by a key you registered");
-  auto* register_key = board->add_subcommand(
+  sub->add_option("run", *run, "The run directory")->required();
+  client->add_to(sub);
+  sub->add_option("--track", *track, "The track to enter")->required();
+  sub->add_option("--name", *name, "The entry's name on the board")->required();
+  sub->add_option("--key", *key,
+                  "The run's private trainer key, registered with the board before submitting "
+                  "(default: $WIT_SIGNING_KEY or ~/.config/wit/signing-key.pem when it is the "
+                  "run's); the board takes only runs signed by a key you registered");
+  commands.on_run(sub, [=] {
+    return board_submit(*run, client->server, client->token, *track, *name, *key);
+  });
+}
+
+void add_register_key(CLI::App* board, Commands& commands) {
+  auto key = std::make_shared<fs::path>();
+  auto client = std::make_shared<BoardClient>();
+  auto* sub = board->add_subcommand(
       "register-key",
       "Register a trainer key for your participant: the board then takes runs signed by it from "
       "you. Proves you hold the private key by signing the board's claim; nothing secret leaves");
-  register_key->add_option("--key", *key_file,
-                           "The private trainer key (default: $WIT_SIGNING_KEY or "
-                           "~/.config/wit/signing-key.pem)");
-  register_key->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
-  register_key->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
+  sub->add_option("--key", *key,
+                  "The private trainer key (default: $WIT_SIGNING_KEY or "
+                  "~/.config/wit/signing-key.pem)");
+  client->add_to(sub);
+  commands.on_run(sub, [=] { return board_register_key(*key, client->server, client->token); });
+}
+
+void add_worker(CLI::App* board, Commands& commands) {
   auto wo = std::make_shared<BoardWorkerOptions>();
   auto* worker = board->add_subcommand(
       "worker", "Replay other participants' segments for a board (a normal MPI job: mpirun -np N "
@@ -139,33 +178,52 @@ void add_board(CLI::App& app) {
   worker->add_option("--idle-exit", wo->idle_exit,
                      "Stop after this many seconds without a job (0: never)")
       ->capture_default_str();
-  auto challenge_entry = std::make_shared<std::string>();
-  auto challenge_count = std::make_shared<int64_t>(1);
-  auto* challenge = board->add_subcommand(
+  commands.on_run(worker, [=] { return board_worker(*wo); });
+}
+
+void add_challenge(CLI::App* board, Commands& commands) {
+  auto entry = std::make_shared<std::string>();
+  auto count = std::make_shared<int64_t>(1);
+  auto client = std::make_shared<BoardClient>();
+  auto* sub = board->add_subcommand(
       "challenge", "Re-challenge an entry: the board draws K more of its segments from its own "
                    "randomness and replays them; the entry's guarantee tightens, or it is struck");
-  challenge->add_option("entry", *challenge_entry, "The entry's id")->required();
-  challenge->add_option("-c,--count", *challenge_count, "Segments to draw")->capture_default_str();
-  challenge->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
-  challenge->add_option("--token", *token, "A participant's token (default: $WIT_BOARD_TOKEN)");
-  auto* show = board->add_subcommand(
+  sub->add_option("entry", *entry, "The entry's id")->required();
+  sub->add_option("-c,--count", *count, "Segments to draw")->capture_default_str();
+  client->add_to(sub);
+  commands.on_run(sub, [=] {
+    return board_challenge(*entry, *count, client->server, client->token);
+  });
+}
+
+void add_show(CLI::App* board, Commands& commands) {
+  auto entry = std::make_shared<std::string>();
+  auto client = std::make_shared<BoardClient>();
+  auto* sub = board->add_subcommand(
       "show", "Print an entry's verification: status, guarantee, the first failure, every check");
-  show->add_option("entry", *challenge_entry, "The entry's id")->required();
-  show->add_option("--server", *server, "The board, http://HOST:PORT/")->required();
-  actions()[board] = [=] {
-    if (board->got_subcommand(tracks)) return board_tracks(*tracks_file, *runs);
-    if (board->got_subcommand(worker)) return board_worker(*wo);
-    if (board->got_subcommand(challenge))
-      return board_challenge(*challenge_entry, *challenge_count, *server, *token);
-    if (board->got_subcommand(show)) return board_show(*challenge_entry, *server);
-    if (board->got_subcommand(submit))
-      return board_submit(*run_dir, *server, *token, *track, *entry_name, *key_file);
-    if (board->got_subcommand(register_key)) return board_register_key(*key_file, *server, *token);
-    if (board->got_subcommand(upload)) return board_upload(*upload_files, *server, *token);
-    if (board->got_subcommand(serve)) return board_serve(*so);
-    if (board->got_subcommand(participant)) return board_add_participant(*db, *name, *admin);
-    return board_dataset(*data_dir);
-  };
+  sub->add_option("entry", *entry, "The entry's id")->required();
+  client->add_to(sub, /*needs_token=*/false);
+  commands.on_run(sub, [=] { return board_show(*entry, client->server); });
+}
+
+}  // namespace
+
+void add_board(CLI::App& app, Commands& commands) {
+  auto* board = app.add_subcommand(
+      "board",
+      "The leaderboard that certifies its entries itself: tracks (what entries compete on), the "
+      "board's server, submitting runs, verification workers, re-challenges (docs/board.md).");
+  board->require_subcommand(1);
+  add_tracks(board, commands);
+  add_dataset(board, commands);
+  add_serve(board, commands);
+  add_participant(board, commands);
+  add_upload(board, commands);
+  add_submit(board, commands);
+  add_register_key(board, commands);
+  add_worker(board, commands);
+  add_challenge(board, commands);
+  add_show(board, commands);
 }
 
 }  // namespace wit::cli

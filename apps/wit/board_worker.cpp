@@ -6,6 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <csignal>
 #include <thread>
 #include <unistd.h>
@@ -19,7 +22,7 @@
 #include "trainer/data/manifest.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/mpi_communicator.h"
-#include "witness/verify/verify.h"
+#include "verify/verify.h"
 
 namespace wit::cli {
 
@@ -96,184 +99,250 @@ board::Datasets index_datasets(const std::vector<fs::path>& dirs) {
   return out;
 }
 
-int board_worker(const BoardWorkerOptions& o) {
-  auto comm = dist::make_communicator();
-  const bool root = comm->is_root();
-  const std::string token = participant_token(o.token, "a worker");
-  if (o.jobs < 0) fail("--jobs {}: expected >= 0", o.jobs);
-  if (!(o.idle_exit >= 0)) fail("--idle-exit {}: expected >= 0 seconds", o.idle_exit);
-  const board::Datasets datasets = index_datasets(o.datasets);
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  const std::string name = o.name.empty() ? fmt::format("{} pid {}", host, ::getpid()) : o.name;
-  board::Client client(o.server, token);
-  board::BlobStore cache(o.cache);
-  auto say = [&](const std::string& line) {
-    if (!root) return;
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-  };
-  std::signal(SIGINT, [](int) { g_stop = true; });
-  std::signal(SIGTERM, [](int) { g_stop = true; });
-  if (root) {
-    const auto me = client.call("GET", "/api/me");
-    say(fmt::format("wit board worker: {} for participant {} on {} process(es); {} confirmed "
-                    "replay(s) so far, {} required to rank",
-                    name, me["name"].get<std::string>(), comm->size(),
-                    me["confirmed_replays"].get<int64_t>(), me["replays_required_to_rank"].get<int64_t>()));
-  }
-  int64_t done = 0;
-  auto idle_since = std::chrono::steady_clock::now();
-  // Rank 0 leases and fetches; every rank replays. A message of "" means wait, "stop" stop.
-  auto share = [&](std::string text) {
-    uint64_t n = text.size();
-    comm->broadcast(&n, sizeof n, 0);
-    text.resize(n);
-    comm->broadcast(text.data(), n, 0);
-    return text;
-  };
-  for (;;) {
-    std::string msg;
-    if (root) {
-      if (g_stop || (o.jobs > 0 && done >= o.jobs)) {
-        msg = "stop";
-      } else {
-        nlohmann::json j = {{"job", nullptr}};
+namespace {
+
+// Renews a job's lease on a thread of its own while the job is replayed (rank 0).
+class LeaseKeeper {
+ public:
+  LeaseKeeper(board::Client& client, const board::Job& job) {
+    const auto period = std::chrono::milliseconds(
+        std::max<int64_t>(1000, (job.lease_expires_ms - board::now_ms()) / 3));
+    thread_ = std::thread([this, &client, id = job.id, period] {
+      std::unique_lock<std::mutex> lock(m_);
+      while (!cv_.wait_for(lock, period, [&] { return finished_; })) {
         try {
-          j = client.call("POST", "/api/jobs/lease", nlohmann::json{{"worker", name}}.dump());
-        } catch (const Error& e) {
-          // A board restarting or unreachable for a while: ask again.
-          say(fmt::format("leasing a job: {}; asking again", e.what()));
-          std::this_thread::sleep_for(std::chrono::seconds(2));
-        }
-        if (!j["job"].is_null()) {
-          msg = j["job"].dump();
-        } else if (o.idle_exit > 0 &&
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - idle_since).count() >
-                       o.idle_exit) {
-          say(fmt::format("no job for {} s: stopping", o.idle_exit));
-          msg = "stop";
+          client.call("POST", fmt::format("/api/jobs/{}/renew", id));
+        } catch (const std::exception& e) {
+          fmt::print("job {}: renewing the lease: {}\n", id, e.what());
         }
       }
+    });
+  }
+  ~LeaseKeeper() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      finished_ = true;
     }
-    msg = share(msg);
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool finished_ = false;
+  std::thread thread_;
+};
+
+// `wit board worker` on every rank of its job: rank 0 leases jobs and fetches their files, every
+// rank replays, rank 0 reports.
+class Worker {
+ public:
+  Worker(const BoardWorkerOptions& o, dist::Communicator& comm, const std::string& token)
+      : o_(o),
+        comm_(comm),
+        root_(comm.is_root()),
+        datasets_(index_datasets(o.datasets)),
+        client_(o.server, token),
+        cache_(o.cache) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    name_ = o.name.empty() ? fmt::format("{} pid {}", host, ::getpid()) : o.name;
+  }
+
+  int run();
+
+ private:
+  void say(const std::string& line) const {
+    if (!root_) return;
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  }
+  // Rank 0's text on every rank.
+  std::string share(std::string text) {
+    uint64_t n = text.size();
+    comm_.broadcast(&n, sizeof n, 0);
+    text.resize(n);
+    comm_.broadcast(text.data(), n, 0);
+    return text;
+  }
+  void greet();
+  std::string next_job();
+  void work_on(const board::Job& job);
+  bool every_rank_has(const std::optional<fs::path>& data);
+  std::string fetch(const board::Job& job, const fs::path& dir);
+  void report(const board::Job& job, const board::ReplayResult& r);
+
+  const BoardWorkerOptions& o_;
+  dist::Communicator& comm_;
+  const bool root_;
+  const board::Datasets datasets_;
+  board::Client client_;
+  board::BlobStore cache_;
+  std::string name_;
+  int64_t done_ = 0;
+  std::chrono::steady_clock::time_point idle_since_ = std::chrono::steady_clock::now();
+};
+
+int Worker::run() {
+  greet();
+  for (;;) {
+    // Rank 0 decides: a job (as JSON), "" (wait) or "stop".
+    const std::string msg = share(root_ ? next_job() : "");
     if (msg == "stop") break;
     if (msg.empty()) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    const board::Job job = board::job_from_json(nlohmann::json::parse(msg));
-    const std::string what = job.segment == board::kFinalSegment
-                                 ? std::string("final checks")
-                                 : fmt::format("segment {} (steps {} to {})", job.segment,
-                                               job.first_step, job.end_step - 1);
-    say(fmt::format("job {}: entry {} {}", job.id, job.entry, what));
-    const auto data = datasets.find(job.manifest_root, job.data_layout);
-    // Every rank must hold the dataset; a worker without it gives the job back by letting the
-    // lease expire (it never reports on what it could not check).
-    uint8_t have = data.has_value(), all = 1;
-    std::vector<uint8_t> each(size_t(comm->size()));
-    comm->all_gather_bytes(&have, 1, each.data());
-    for (uint8_t h : each) all &= h;
-    if (!all) {
-      say(fmt::format("job {}: no copy of dataset {} (give it with --datasets); skipping", job.id,
-                      job.manifest_root.substr(0, 16)));
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-      continue;
-    }
-    // Rank 0 fetches the files into the cache, which every rank must see (one host, or a shared
-    // file system), and links the run there.
-    const fs::path dir = fs::absolute(o.cache) / "runs" / job.id;
-    std::string problem;
-    if (root) {
-      try {
-        std::map<std::string, std::string> files;
-        for (const auto& [file, sha] : job.files) {
-          client.download(sha, job.sizes.at(file), cache, [&](const std::string&) {});
-          files[file] = sha;
-        }
-        fs::remove_all(dir);
-        board::link_run(cache, files, dir);
-      } catch (const std::exception& e) {
-        problem = e.what();
-      }
-    }
-    problem = share(problem);
-    if (!problem.empty()) {
-      say(fmt::format("job {}: {}", job.id, problem));
-      continue;
-    }
-    // Keep the lease while replaying.
-    std::mutex m;
-    std::condition_variable cv;
-    bool finished = false;
-    std::thread keeper;
-    if (root) {
-      const auto period = std::chrono::milliseconds(
-          std::max<int64_t>(1000, (job.lease_expires_ms - board::now_ms()) / 3));
-      keeper = std::thread([&, period] {
-        std::unique_lock<std::mutex> lock(m);
-        while (!cv.wait_for(lock, period, [&] { return finished; })) {
-          try {
-            client.call("POST", fmt::format("/api/jobs/{}/renew", job.id));
-          } catch (const std::exception& e) {
-            fmt::print("job {}: renewing the lease: {}\n", job.id, e.what());
-          }
-        }
-      });
-    }
-    const auto start = std::chrono::steady_clock::now();
-    board::ReplayResult r;
-    std::string error;
+    work_on(board::job_from_json(nlohmann::json::parse(msg)));
+  }
+  say(fmt::format("wit board worker: {} job(s) done", done_));
+  return 0;
+}
+
+void Worker::greet() {
+  if (!root_) return;
+  const auto me = client_.call("GET", "/api/me");
+  say(fmt::format("wit board worker: {} for participant {} on {} process(es); {} confirmed "
+                  "replay(s) so far, {} required to rank",
+                  name_, me["name"].get<std::string>(), comm_.size(),
+                  me["confirmed_replays"].get<int64_t>(),
+                  me["replays_required_to_rank"].get<int64_t>()));
+}
+
+// Rank 0: a leased job, or why there is none.
+std::string Worker::next_job() {
+  if (g_stop || (o_.jobs > 0 && done_ >= o_.jobs)) return "stop";
+  nlohmann::json j = {{"job", nullptr}};
+  try {
+    j = client_.call("POST", "/api/jobs/lease", nlohmann::json{{"worker", name_}}.dump());
+  } catch (const Error& e) {
+    // A board restarting or unreachable for a while: ask again.
+    say(fmt::format("leasing a job: {}; asking again", e.what()));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  if (!j["job"].is_null()) return j["job"].dump();
+  const double idle =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - idle_since_).count();
+  if (o_.idle_exit > 0 && idle > o_.idle_exit) {
+    say(fmt::format("no job for {} s: stopping", o_.idle_exit));
+    return "stop";
+  }
+  return "";
+}
+
+// Every rank must hold the dataset; a worker without it gives the job back by letting the lease
+// expire (it never reports on what it could not check).
+bool Worker::every_rank_has(const std::optional<fs::path>& data) {
+  uint8_t have = data.has_value(), all = 1;
+  std::vector<uint8_t> each(size_t(comm_.size()));
+  comm_.all_gather_bytes(&have, 1, each.data());
+  for (uint8_t h : each) all &= h;
+  return all;
+}
+
+// Rank 0 fetches the files into the cache, which every rank must see (one host, or a shared
+// file system), and links the run there. What went wrong, on every rank ("" for nothing).
+std::string Worker::fetch(const board::Job& job, const fs::path& dir) {
+  std::string problem;
+  if (root_) {
     try {
-      r = run_checks(dir, *data, job.segment, job.segment == board::kFinalSegment, *comm,
+      std::map<std::string, std::string> files;
+      for (const auto& [file, sha] : job.files) {
+        client_.download(sha, job.sizes.at(file), cache_, [&](const std::string&) {});
+        files[file] = sha;
+      }
+      fs::remove_all(dir);
+      board::link_run(cache_, files, dir);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  return share(problem);
+}
+
+void Worker::work_on(const board::Job& job) {
+  const std::string what = job.segment == board::kFinalSegment
+                               ? std::string("final checks")
+                               : fmt::format("segment {} (steps {} to {})", job.segment,
+                                             job.first_step, job.end_step - 1);
+  say(fmt::format("job {}: entry {} {}", job.id, job.entry, what));
+  const auto data = datasets_.find(job.manifest_root, job.data_layout);
+  if (!every_rank_has(data)) {
+    say(fmt::format("job {}: no copy of dataset {} (give it with --datasets); skipping", job.id,
+                    job.manifest_root.substr(0, 16)));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    return;
+  }
+  const fs::path dir = fs::absolute(o_.cache) / "runs" / job.id;
+  if (const std::string problem = fetch(job, dir); !problem.empty()) {
+    say(fmt::format("job {}: {}", job.id, problem));
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  board::ReplayResult r;
+  std::string error;
+  {
+    std::optional<LeaseKeeper> keeper;  // keeps the lease while replaying
+    if (root_) keeper.emplace(client_, job);
+    try {
+      r = run_checks(dir, *data, job.segment, job.segment == board::kFinalSegment, comm_,
                      job.probe_step);
     } catch (const std::exception& e) {
       error = e.what();
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (root) {
-      {
-        std::lock_guard<std::mutex> lock(m);
-        finished = true;
-      }
-      cv.notify_all();
-      keeper.join();
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-      if (!error.empty()) {
-        // Not a verdict on the run: the lease expires and the job goes to another worker.
-        say(fmt::format("job {}: could not be checked here: {}", job.id, error));
-      } else {
-        // The evidence: the state after the step the board drew, which only a replay reaches.
-        const std::string report = nlohmann::json{{"passed", r.passed},
-                                                  {"detail", r.detail},
-                                                  {"seconds", r.seconds},
-                                                  {"evidence", r.evidence},
-                                                  {"worker", name}}
-                                       .dump();
-        // A board that restarts is asked again until the lease would have expired anyway.
-        for (int attempt = 1;; ++attempt) {
-          try {
-            client.call("POST", fmt::format("/api/jobs/{}/report", job.id), report);
-            say(fmt::format("job {}: {} ({:.1f} s), reported", job.id,
-                            r.passed ? "passed" : "FAILED: " + r.detail, r.seconds));
-            ++done;
-            break;
-          } catch (const Error& e) {
-            if (attempt >= 30 || std::string(e.what()).find(" 4") != std::string::npos) {
-              say(fmt::format("job {}: the report was not taken: {}", job.id, e.what()));
-              break;
-            }
-            std::this_thread::sleep_for(std::chrono::seconds(2));
-          }
-        }
-      }
-    }
-    idle_since = std::chrono::steady_clock::now();
   }
-  say(fmt::format("wit board worker: {} job(s) done", done));
-  return 0;
+  if (root_) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (!error.empty()) {
+      // Not a verdict on the run: the lease expires and the job goes to another worker.
+      say(fmt::format("job {}: could not be checked here: {}", job.id, error));
+    } else {
+      report(job, r);
+    }
+  }
+  idle_since_ = std::chrono::steady_clock::now();
+}
+
+// Rank 0 reports the result with its evidence: the state after the step the board drew, which
+// only a replay reaches. A board that restarts is asked again until the lease would have expired
+// anyway.
+void Worker::report(const board::Job& job, const board::ReplayResult& r) {
+  const std::string report = nlohmann::json{{"passed", r.passed},
+                                            {"detail", r.detail},
+                                            {"seconds", r.seconds},
+                                            {"evidence", r.evidence},
+                                            {"worker", name_}}
+                                 .dump();
+  for (int attempt = 1;; ++attempt) {
+    try {
+      client_.call("POST", fmt::format("/api/jobs/{}/report", job.id), report);
+      say(fmt::format("job {}: {} ({:.1f} s), reported", job.id,
+                      r.passed ? "passed" : "FAILED: " + r.detail, r.seconds));
+      ++done_;
+      return;
+    } catch (const Error& e) {
+      if (attempt >= 30 || std::string(e.what()).find(" 4") != std::string::npos) {
+        say(fmt::format("job {}: the report was not taken: {}", job.id, e.what()));
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+  }
+}
+
+}  // namespace
+
+int board_worker(const BoardWorkerOptions& o) {
+  auto comm = dist::make_communicator();
+  const std::string token = participant_token(o.token, "a worker");
+  if (o.jobs < 0) fail("--jobs {}: expected >= 0", o.jobs);
+  if (!(o.idle_exit >= 0)) fail("--idle-exit {}: expected >= 0 seconds", o.idle_exit);
+  std::signal(SIGINT, [](int) { g_stop = true; });
+  std::signal(SIGTERM, [](int) { g_stop = true; });
+  return Worker(o, *comm, token).run();
 }
 
 }  // namespace wit::cli

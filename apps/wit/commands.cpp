@@ -16,32 +16,40 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "trainer/data/prepare.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/train_loop.h"
-#include "witness/log/signing.h"
+#include "record/signing.h"
 
 namespace wit::cli {
 
-std::map<CLI::App*, std::function<int()>>& actions() {
-  static std::map<CLI::App*, std::function<int()>> a;
-  return a;
+void Commands::on_run(const CLI::App* sub, std::function<int()> action) {
+  actions_[sub] = std::move(action);
+}
+
+int Commands::run_selected(const CLI::App& app) const {
+  const std::function<int()>* action = nullptr;
+  for (const CLI::App* a = &app; !a->get_subcommands().empty();) {
+    a = a->get_subcommands().front();
+    if (auto it = actions_.find(a); it != actions_.end()) action = &it->second;
+  }
+  return action ? (*action)() : 2;
 }
 
 #ifndef WIT_HAVE_BOARD
-void add_board(CLI::App& app) {
+void add_board(CLI::App& app, Commands& commands) {
   auto* board = app.add_subcommand(
       "board", "The leaderboard (docs/board.md): not in this build, which was configured without "
                "SQLite, libpq or Boost");
   board->allow_extras();
-  actions()[board] = [] {
+  commands.on_run(board, [] {
     fail("wit board: this wit was built without the leaderboard (its configure found no SQLite, "
          "libpq or Boost, as in an offline build); use a wit built with launch/build");
     return 1;
-  };
+  });
 }
 #endif
 
-void add_prepare(CLI::App& app) {
+void add_prepare(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<data::PrepareOptions>();
   auto* sub = app.add_subcommand(
       "prepare",
@@ -75,7 +83,7 @@ void add_prepare(CLI::App& app) {
                   "Directory holding GPT-2's gpt2.tiktoken (default: $WIT_GPT2_VOCAB, "
                   "else where launch/install-deps put them)")
       ->type_name("DIR");
-  actions()[sub] = [o] {
+  commands.on_run(sub, [o] {
     auto r = data::prepare(*o, [](const std::string& msg) {
       fmt::print("{}\n", msg);
       std::fflush(stdout);
@@ -86,10 +94,10 @@ void add_prepare(CLI::App& app) {
         o->out.string(), r.documents, r.train_documents, r.val_documents, r.skipped_empty,
         r.train_tokens, r.val_tokens, r.shards.size(), to_hex(r.root));
     return 0;
-  };
+  });
 }
 
-void add_tokenize(CLI::App& app) {
+void add_tokenize(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<TokenizeOptions>();
   auto* sub = app.add_subcommand(
       "tokenize",
@@ -113,10 +121,10 @@ void add_tokenize(CLI::App& app) {
   sub->add_option("--text-field", o->text_field, "With --documents: the JSONL field of the text")
       ->capture_default_str();
   sub->add_flag("--stats", o->stats, "Print bytes, tokens and encoding speed (MB/s) on stderr");
-  actions()[sub] = [o] { return tokenize(*o); };
+  commands.on_run(sub, [o] { return tokenize(*o); });
 }
 
-void add_sample(CLI::App& app) {
+void add_sample(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<SampleCliOptions>();
   auto* sub = app.add_subcommand(
       "sample",
@@ -144,10 +152,10 @@ void add_sample(CLI::App& app) {
   sub->add_option("--vocab", o->vocab, "Directory holding GPT-2's gpt2.tiktoken")
       ->type_name("DIR");
   sub->add_flag("--stats", o->stats, "Print tokens per second on stderr");
-  actions()[sub] = [o] { return sample(*o); };
+  commands.on_run(sub, [o] { return sample(*o); });
 }
 
-void add_train(CLI::App& app) {
+void add_train(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<TrainOptions>();
   auto* sub = app.add_subcommand(
       "train",
@@ -172,7 +180,7 @@ void add_train(CLI::App& app) {
                 "the loop)");
   sub->add_flag("--quiet,-q", o->quiet, "No progress lines");
   sub->footer("Config keys (YAML sections; all have defaults):\n" + run_schema().describe());
-  actions()[sub] = [o, sub] {
+  commands.on_run(sub, [o, sub] {
     o->resume = sub->count("--resume") > 0;
     if (o->resume && !o->config.empty())
       throw CLI::ValidationError("--resume", "takes the run directory; do not also give a config");
@@ -184,10 +192,10 @@ void add_train(CLI::App& app) {
     if (!s.model_file.empty()) fmt::print("  model      {}\n", s.model_file.string());
     fmt::print("  witness    {}\n", s.witness_log.string());
     return 0;
-  };
+  });
 }
 
-void add_config(CLI::App& app) {
+void add_config(CLI::App& app, Commands& commands) {
   auto file = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
   auto* sub = app.add_subcommand("config",
@@ -195,7 +203,7 @@ void add_config(CLI::App& app) {
                                  "or every key with its meaning when no file is given.");
   sub->add_option("config", *file, "YAML config");
   sub->add_option("--set", *sets, "Override a key: --set section.key=value");
-  actions()[sub] = [file, sets] {
+  commands.on_run(sub, [file, sets] {
     if (file->empty()) {
       fmt::print("{}", run_schema().describe());
       return 0;
@@ -204,10 +212,10 @@ void add_config(CLI::App& app) {
     run_config_from(c);  // relations between keys
     fmt::print("{}", c.to_yaml());
     return 0;
-  };
+  });
 }
 
-void add_keygen(CLI::App& app) {
+void add_keygen(CLI::App& app, Commands& commands) {
   auto out = std::make_shared<std::string>();
   auto* sub = app.add_subcommand(
       "keygen",
@@ -224,7 +232,7 @@ void add_keygen(CLI::App& app) {
       "Keep the private key secret; anyone holding it can sign logs in your name. An existing "
       "key is never overwritten: the default one is shown as it is, an existing --out is "
       "refused.");
-  actions()[sub] = [out] {
+  commands.on_run(sub, [out] {
     // Resolved here, not as the option's default, so `--help` works without HOME.
     std::filesystem::path priv =
         out->empty() ? witness::default_key_path() : std::filesystem::path(*out);
@@ -258,10 +266,10 @@ void add_keygen(CLI::App& app) {
         "private key  {}  (keep it secret)\npublic key   {}\npublic hex   {}\nkey id       {}\n",
         priv.string(), pub.string(), to_hex(pk.data(), pk.size()), witness::key_id(pk));
     return 0;
-  };
+  });
 }
 
-void add_inspect(CLI::App& app) {
+void add_inspect(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<InspectOptions>();
   auto* sub = app.add_subcommand(
       "inspect",
@@ -276,10 +284,10 @@ void add_inspect(CLI::App& app) {
   sub->add_option("--key", o->trusted_key,
                   "Require every signature to be by this public key (64 hex digits or a PEM "
                   "file such as signing-key.pem.pub)");
-  actions()[sub] = [o] { return inspect(*o); };
+  commands.on_run(sub, [o] { return inspect(*o); });
 }
 
-void add_query(CLI::App& app) {
+void add_query(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<QueryOptions>();
   auto* sub = app.add_subcommand(
       "query",
@@ -325,10 +333,10 @@ void add_query(CLI::App& app) {
                   "from fresh randomness (else exit 4): tolerance, seed or fiat-shamir "
                   "(repeatable)")
       ->type_name("KIND");
-  actions()[sub] = [o] { return query(*o); };
+  commands.on_run(sub, [o] { return query(*o); });
 }
 
-void add_verify(CLI::App& app) {
+void add_verify(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<VerifyCliOptions>();
   auto* sub = app.add_subcommand(
       "verify",
@@ -424,13 +432,7 @@ void add_verify(CLI::App& app) {
                   "the certificate as withdrawn. Without it the check is offline and cannot know "
                   "of a withdrawal")
       ->type_name("FILE_OR_URL");
-  actions()[sub] = [o] { return verify(*o); };
-}
-
-int run_selected(CLI::App& app) {
-  for (auto* sub : app.get_subcommands())
-    if (auto it = actions().find(sub); it != actions().end()) return it->second();
-  return 2;
+  commands.on_run(sub, [o] { return verify(*o); });
 }
 
 }  // namespace wit::cli

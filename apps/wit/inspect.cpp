@@ -7,8 +7,8 @@
 #include "apps/wit/plot.h"
 #include "core/error.h"
 #include "trainer/checkpoint_file.h"
-#include "witness/log/reader.h"
-#include "witness/log/summary.h"
+#include "record/reader.h"
+#include "record/summary.h"
 
 namespace wit::cli {
 

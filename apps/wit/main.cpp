@@ -23,20 +23,21 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   app.footer("Run `wit SUBCOMMAND --help` for a subcommand's options.");
 
-  wit::cli::add_prepare(app);
-  wit::cli::add_tokenize(app);
-  wit::cli::add_train(app);
-  wit::cli::add_sample(app);
-  wit::cli::add_config(app);
-  wit::cli::add_keygen(app);
-  wit::cli::add_inspect(app);
-  wit::cli::add_query(app);
-  wit::cli::add_verify(app);
-  wit::cli::add_board(app);
+  wit::cli::Commands commands;
+  wit::cli::add_prepare(app, commands);
+  wit::cli::add_tokenize(app, commands);
+  wit::cli::add_train(app, commands);
+  wit::cli::add_sample(app, commands);
+  wit::cli::add_config(app, commands);
+  wit::cli::add_keygen(app, commands);
+  wit::cli::add_inspect(app, commands);
+  wit::cli::add_query(app, commands);
+  wit::cli::add_verify(app, commands);
+  wit::cli::add_board(app, commands);
 
   try {
     app.parse(argc, argv);
-    return wit::cli::run_selected(app);
+    return commands.run_selected(app);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-all
     // A command line wit cannot take: usage, exit 2, with where to read about it.

@@ -227,6 +227,55 @@ void draw_legend(cairo_t* cr, const Axes& a, const std::vector<PlotSeries>& seri
   }
 }
 
+// The frame and its tick marks.
+void draw_frame(cairo_t* cr, const Axes& a, const std::vector<double>& x_ticks,
+                const std::vector<double>& y_ticks) {
+  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+  cairo_rectangle(cr, std::round(a.left) + 0.5, std::round(a.top) + 0.5,
+                  std::round(a.right) - std::round(a.left),
+                  std::round(a.bottom) - std::round(a.top));
+  for (double t : x_ticks) {
+    double x = std::round(a.px(t)) + 0.5;
+    cairo_move_to(cr, x, std::round(a.bottom) + 0.5);
+    cairo_line_to(cr, x, std::round(a.bottom) + 5.5);
+  }
+  for (double t : y_ticks) {
+    double y = std::round(a.py(t)) + 0.5;
+    cairo_move_to(cr, std::round(a.left) + 0.5, y);
+    cairo_line_to(cr, std::round(a.left) - 4.5, y);
+  }
+  cairo_stroke(cr);
+}
+
+void draw_tick_labels(cairo_t* cr, const Axes& a, const std::vector<double>& x_ticks,
+                      double x_step, const std::vector<double>& y_ticks, double y_step,
+                      double font_height, int width) {
+  cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+  for (double t : x_ticks) {
+    // An end label may overhang the plot; keep it inside the image.
+    std::string s = tick_label(t, x_step, a.x);
+    double half = text_width(cr, s) / 2;
+    double x = std::clamp(a.px(t), half + 2, width - half - 2);
+    draw_text(cr, s, x, a.bottom + 8 + font_height / 2, 0.5);
+  }
+  for (double t : y_ticks) draw_text(cr, tick_label(t, y_step, a.y), a.left - 8, a.py(t), 1);
+}
+
+// The axis labels and the title.
+void draw_axis_labels(cairo_t* cr, const Axes& a, const PlotLabels& labels, int height) {
+  set_font(cr, kAxisFont);
+  draw_text(cr, labels.x_axis, (a.left + a.right) / 2, height - 16, 0.5);
+  cairo_save(cr);
+  cairo_translate(cr, 14 + kAxisFont / 2, (a.top + a.bottom) / 2);
+  cairo_rotate(cr, -kPi / 2);
+  draw_text(cr, labels.y_axis, 0, 0, 0.5);
+  cairo_restore(cr);
+  if (!labels.title.empty()) {
+    set_font(cr, kTitleFont, true);
+    draw_text(cr, labels.title, (a.left + a.right) / 2, 24, 0.5);
+  }
+}
+
 }  // namespace
 
 void write_line_plot(const std::filesystem::path& png, const PlotLabels& labels,
@@ -311,44 +360,9 @@ void write_line_plot(const std::filesystem::path& png, const PlotLabels& labels,
     draw_series(cr, a, series[k], kPalette[k % kPaletteSize]);
   cairo_restore(cr);
 
-  // Frame, tick marks and tick labels.
-  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-  cairo_rectangle(cr, std::round(a.left) + 0.5, std::round(a.top) + 0.5,
-                  std::round(a.right) - std::round(a.left),
-                  std::round(a.bottom) - std::round(a.top));
-  for (double t : x_ticks) {
-    double x = std::round(a.px(t)) + 0.5;
-    cairo_move_to(cr, x, std::round(a.bottom) + 0.5);
-    cairo_line_to(cr, x, std::round(a.bottom) + 5.5);
-  }
-  for (double t : y_ticks) {
-    double y = std::round(a.py(t)) + 0.5;
-    cairo_move_to(cr, std::round(a.left) + 0.5, y);
-    cairo_line_to(cr, std::round(a.left) - 4.5, y);
-  }
-  cairo_stroke(cr);
-  cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-  for (double t : x_ticks) {
-    // An end label may overhang the plot; keep it inside the image.
-    std::string s = tick_label(t, x_step, a.x);
-    double half = text_width(cr, s) / 2;
-    double x = std::clamp(a.px(t), half + 2, width - half - 2);
-    draw_text(cr, s, x, a.bottom + 8 + fe.height / 2, 0.5);
-  }
-  for (double t : y_ticks) draw_text(cr, tick_label(t, y_step, a.y), a.left - 8, a.py(t), 1);
-
-  // Axis labels and title.
-  set_font(cr, kAxisFont);
-  draw_text(cr, labels.x_axis, (a.left + a.right) / 2, height - 16, 0.5);
-  cairo_save(cr);
-  cairo_translate(cr, 14 + kAxisFont / 2, (a.top + a.bottom) / 2);
-  cairo_rotate(cr, -kPi / 2);
-  draw_text(cr, labels.y_axis, 0, 0, 0.5);
-  cairo_restore(cr);
-  if (!labels.title.empty()) {
-    set_font(cr, kTitleFont, true);
-    draw_text(cr, labels.title, (a.left + a.right) / 2, 24, 0.5);
-  }
+  draw_frame(cr, a, x_ticks, y_ticks);
+  draw_tick_labels(cr, a, x_ticks, x_step, y_ticks, y_step, fe.height, width);
+  draw_axis_labels(cr, a, labels, height);
 
   if (!series.empty()) draw_legend(cr, a, series);
 

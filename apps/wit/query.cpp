@@ -10,9 +10,9 @@
 #include "core/fs.h"
 #include "trainer/data/corpus.h"
 #include "trainer/data/split.h"
-#include "trainer/run_config.h"
-#include "witness/query/query.h"
-#include "witness/verify/verify.h"
+#include "record/run_config.h"
+#include "query/query.h"
+#include "verify/verify.h"
 
 namespace wit::cli {
 

@@ -16,9 +16,9 @@
 #include "trainer/data/manifest.h"
 #include "trainer/data/tokenizer.h"
 #include "trainer/generate.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/safetensors.h"
-#include "witness/log/format.h"
+#include "record/format.h"
 
 namespace wit::cli {
 

@@ -12,7 +12,7 @@
 #include "core/fs.h"
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/witnessing.h"
-#include "witness/verify/verify.h"
+#include "verify/verify.h"
 #ifdef WIT_HAVE_BOARD
 #include "board/client.h"
 #endif

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "witness/verify/certificate.h"
+#include "verify/certificate.h"
 
 namespace wit::cli {
 

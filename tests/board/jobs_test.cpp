@@ -17,7 +17,7 @@
 #include "core/sha256.h"
 #include "tests/board/board_tables.h"
 #include "tests/data/temp_dir.h"
-#include "witness/verify/certificate.h"
+#include "verify/certificate.h"
 
 namespace wit::board {
 namespace {

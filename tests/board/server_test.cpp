@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "tests/data/temp_dir.h"
-#include "witness/verify/certificate.h"
+#include "verify/certificate.h"
 
 namespace wit::board {
 namespace {

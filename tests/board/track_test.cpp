@@ -9,7 +9,7 @@
 
 #include "core/config.h"
 #include "tests/data/temp_dir.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 
 namespace wit::board {
 namespace {

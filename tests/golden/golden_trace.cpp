@@ -16,10 +16,10 @@
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/layout.h"
 #include "trainer/run_plan.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/runtime.h"
 #include "trainer/witnessing.h"
-#include "witness/log/format.h"
+#include "record/format.h"
 #include "trainer/cpu_numerics.h"
 
 namespace wit {

@@ -11,7 +11,7 @@
 #include "trainer/compute.h"
 #include "trainer/cpu_numerics.h"
 #include "trainer/device_ops.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 
 namespace wit {
 namespace {

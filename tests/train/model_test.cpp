@@ -8,7 +8,7 @@
 #include "trainer/layout.h"
 #include "trainer/model/gpt.h"
 #include "trainer/step.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {

@@ -18,7 +18,7 @@
 #include "trainer/peak_flops.h"
 #include "trainer/tensorboard.h"
 #include "trainer/train_loop.h"
-#include "witness/log/reader.h"
+#include "record/reader.h"
 
 namespace wit {
 namespace {

@@ -15,9 +15,9 @@
 #include "trainer/data/prepare.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/train_loop.h"
-#include "witness/log/reader.h"
-#include "witness/query/query.h"
-#include "witness/verify/verify.h"
+#include "record/reader.h"
+#include "query/query.h"
+#include "verify/verify.h"
 
 namespace wit::witness {
 namespace {

@@ -50,21 +50,22 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "trainer/batch.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
 #include "trainer/dist/communicator.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 #include "trainer/layout.h"
 #include "trainer/run_plan.h"
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
-#include "witness/log/reader.h"
-#include "witness/log/writer.h"
-#include "witness/verify/verify.h"
+#include "record/reader.h"
+#include "record/writer.h"
+#include "verify/verify.h"
 #include "trainer/cpu_numerics.h"
 
 namespace wit::witness {
@@ -253,9 +254,25 @@ namespace {
 namespace fs = std::filesystem;
 
 // The tokens micro-batch `micro` trains on, given its committed tokens (b rows of T+1); any
-// number of rows. Installed as the step's batch feed (StepContext::feed): the liar trains with
-// the trainer's own step, and the record's witness facts stay the committed micro-batches'.
+// number of rows.
 using Feed = std::function<std::vector<uint16_t>(int64_t micro, std::vector<uint16_t> committed)>;
+using FeedAt = std::function<std::optional<Feed>(int64_t step)>;
+
+// The committed schedule's micro-batches, except at the steps where the liar feeds others: the
+// step's batch source, so that the liar trains with the trainer's own step.
+class LyingBatches : public BatchSource {
+ public:
+  LyingBatches(const BatchSource& committed, const FeedAt& feed_at)
+      : BatchSource(committed), feed_at_(feed_at) {}
+  std::vector<uint16_t> micro_batch_tokens(int64_t step, int64_t micro) const override {
+    auto tokens = BatchSource::micro_batch_tokens(step, micro);
+    if (auto feed = feed_at_(step)) return (*feed)(micro, std::move(tokens));
+    return tokens;
+  }
+
+ private:
+  const FeedAt& feed_at_;
+};
 
 torch::Tensor last_checkpoint_params(const fs::path& run, int64_t num_params) {
   const auto file = latest_checkpoint(run);
@@ -267,9 +284,6 @@ torch::Tensor last_checkpoint_params(const fs::path& run, int64_t num_params) {
   return c.params;
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 bool is_training_attack(const std::string& a) {
   for (const char* name : {"honest", "inject-sample", "drop-sample", "reorder", "held-out",
@@ -300,7 +314,7 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
 
   // What step s trains on instead of its committed batch (none: train_step as is), and what the
   // liar does to the state after it.
-  std::function<std::optional<Feed>(int64_t)> feed_at = [](int64_t) { return std::nullopt; };
+  FeedAt feed_at = [](int64_t) { return std::nullopt; };
   std::function<void(StepRecord&)> after_step;
   const int64_t at = attack == "honest" || attack == "fine-tuned" || attack == "interpolate"
                          ? -1
@@ -372,7 +386,10 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
                              session_json(*single, rc, layout->name(), 0));
   auto log = witness::LogWriter::create(dir / witness::kLogFileName, meta, std::move(key));
 
-  // From here on, trainer/train_loop.cpp's loop on one process.
+  // From here on, trainer/train_loop.cpp's loop on one process, with the liar's batches.
+  const LyingBatches lying_batches(batches, feed_at);
+  StepContext lying = plan.context();
+  lying.data = &lying_batches;
   const Digest root = dataset.manifest().root;
   int64_t saved = -1;
   auto checkpoint = [&] {
@@ -389,13 +406,11 @@ int retrain(const fs::path& dir, const fs::path& key_file, const std::string& at
   };
   while (opt.step < total) {
     const auto start = std::chrono::steady_clock::now();
-    StepContext& ctx = plan.context();
-    ctx.feed = nullptr;
-    if (auto feed = feed_at(opt.step))
-      ctx.feed = [f = *feed](int64_t, int64_t micro, std::vector<uint16_t> t) {
-        return f(micro, std::move(t));
-      };
-    StepRecord rec = train_step(*layout, ctx);
+    StepRecord rec = train_step(*layout, lying);
+    // The record states the committed micro-batches, whatever the step trained on.
+    const StepRecord committed = committed_inputs(plan.context(), rec.step);
+    rec.batch_hash = committed.batch_hash;
+    rec.rng_commitment = committed.rng_commitment;
     if (after_step) {
       torch::NoGradGuard no_grad;
       after_step(rec);

@@ -12,9 +12,9 @@
 
 #include "core/h5.h"
 #include "tests/data/temp_dir.h"
-#include "witness/log/reader.h"
-#include "trainer/run_config.h"
-#include "witness/log/writer.h"
+#include "record/reader.h"
+#include "record/run_config.h"
+#include "record/writer.h"
 
 namespace wit::witness {
 namespace {

@@ -1,6 +1,6 @@
 // Data queries: answers agree with a brute-force scan of the schedule, proofs check alone, and
 // any altered byte makes a proof fail.
-#include "witness/query/query.h"
+#include "query/query.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "trainer/data/dataset.h"
 #include "trainer/data/prepare.h"
 #include "trainer/data/split.h"
-#include "trainer/run_config.h"
+#include "record/run_config.h"
 
 namespace wit::witness {
 namespace {

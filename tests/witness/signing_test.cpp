@@ -1,4 +1,4 @@
-#include "witness/log/signing.h"
+#include "record/signing.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

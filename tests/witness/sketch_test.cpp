@@ -1,4 +1,4 @@
-#include "witness/log/sketch.h"
+#include "record/sketch.h"
 
 #include <gtest/gtest.h>
 

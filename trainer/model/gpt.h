@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/model/gpt_config.h"
+#include "record/model_config.h"
 
 namespace wit::model {
 

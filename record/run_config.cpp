@@ -11,6 +11,11 @@ const config::Schema& run_schema() {
     s.add_int("model", "n_head", 4, "attention heads per block", 1, 1024);
     s.add_int("model", "n_embd", 256, "embedding width (divisible by n_head)", 1, 65536);
     s.add_int("model", "vocab_size", 257, "token vocabulary (>= the dataset's)", 2, 65536);
+    s.add_int("model", "vocab_pad", 1,
+              "round the embedding table up to a multiple of this many rows (64 or 128 suit GPU "
+              "matmuls: GPT-2's 50257 becomes 50304 with 64); the extra rows are never a target. "
+              "Committed when not 1",
+              1, 4096);
     s.add_int("model", "context", 256, "maximum sequence length", 1, 65536);
     s.add_float("model", "dropout", 0.0, "dropout probability", 0.0, 0.99);
     s.add_string("model", "attention", "math",
@@ -47,6 +52,11 @@ const config::Schema& run_schema() {
     s.add_int("train", "eval_every", 100, "steps between val evaluations (0: end only)", 0, 1e12);
     s.add_int("train", "eval_batches", 8, "val micro-batches per evaluation", 1, 1 << 20);
     s.add_int("train", "checkpoint_every", 100, "steps between checkpoints (0: end only)", 0, 1e12);
+    s.add_bool("train", "activation_checkpointing", false,
+               "keep only each block's input in the forward and recompute the block in the "
+               "backward (its dropout replayed): activations of one block at a time instead of "
+               "all, for about a third more compute. The same bits either way, so not committed "
+               "and changeable on resume; fsdp always recomputes");
 
     s.add_float("optim", "lr", 6e-4, "peak learning rate", 0.0, 10.0);
     s.add_float("optim", "min_lr", 6e-5, "learning rate at the last step", 0.0, 10.0);
@@ -91,7 +101,13 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.n_layer = c.get_int("model.n_layer");
   r.model.n_head = c.get_int("model.n_head");
   r.model.n_embd = c.get_int("model.n_embd");
-  r.model.vocab_size = c.get_int("model.vocab_size");
+  // The table's rows: the vocabulary rounded up to the padding.
+  const int64_t pad = c.get_int("model.vocab_pad");
+  r.model.vocab_size = (c.get_int("model.vocab_size") + pad - 1) / pad * pad;
+  if (r.model.vocab_size > 65536)
+    fail("model.vocab_size = {} padded to a multiple of model.vocab_pad = {} is {}, over 65536 "
+         "(token ids are 16-bit)",
+         c.get_int("model.vocab_size"), pad, r.model.vocab_size);
   r.model.context = c.get_int("model.context");
   r.model.dropout = c.get_float("model.dropout");
   r.model.attention = c.get_string("model.attention");
@@ -108,6 +124,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.train.log_every = c.get_int("train.log_every");
   r.train.sample_every = c.get_int("train.sample_every");
   r.train.eval_every = c.get_int("train.eval_every");
+  r.train.activation_checkpointing = c.get_bool("train.activation_checkpointing");
   r.train.eval_batches = c.get_int("train.eval_batches");
   r.train.checkpoint_every = c.get_int("train.checkpoint_every");
   r.optim.lr = c.get_float("optim.lr");
@@ -150,6 +167,8 @@ std::string committed_yaml(const config::Config& c) {
   // existed trained so); the others are part of the trajectory. An unresolved "auto" is never
   // committed: the trainer resolves it first (trainer/compute.h).
   if (c.get_string("train.precision") == "fp32") exclude.push_back("train.precision");
+  // No padding is what a config without the key means.
+  if (c.get_int("model.vocab_pad") == 1) exclude.push_back("model.vocab_pad");
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
@@ -175,7 +194,8 @@ config::Config parse_committed(const std::string& yaml, const std::string& origi
 
 const std::vector<std::string>& resume_mutable_keys() {
   static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every",
-                                                "train.sample_every", "train.device"};
+                                                "train.sample_every", "train.device",
+                                                "train.activation_checkpointing"};
   return keys;
 }
 

@@ -32,6 +32,8 @@ struct TrainConfig {
   int64_t eval_every = 100;
   int64_t eval_batches = 8;
   int64_t checkpoint_every = 100;
+  // Recompute each block's forward in the backward (trainer/layout.h): memory, not bits.
+  bool activation_checkpointing = false;
 };
 
 // What the witness log records besides the steps (trainer/train_loop.cpp, record/).

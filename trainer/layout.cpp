@@ -148,7 +148,7 @@ class DdpLayout final : public Layout {
     return out;
   }
   torch::Tensor unit_params(size_t u) override { return slice(flat_, u); }
-  bool recompute() const override { return false; }
+  bool recompute() const override { return checkpoint_activations_; }
   void begin_grads(int64_t count, bool canonical) override {
     count_ = count;
     done_ = 0;

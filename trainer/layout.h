@@ -100,8 +100,12 @@ class Layout {
   // (collective).
   virtual torch::Tensor unit_params(size_t unit) = 0;
   // Whether the backward recomputes each unit's forward from its saved input (fsdp: one unit's
-  // parameters and graph in memory at a time) instead of keeping every unit's graph.
+  // parameters and graph in memory at a time) instead of keeping every unit's graph. The
+  // recompute replays each unit's dropout generator, so the bits are the same either way.
   virtual bool recompute() const = 0;
+  // Activation checkpointing (train.activation_checkpointing): ddp recomputes too, keeping one
+  // unit's activations at a time. fsdp always does.
+  void checkpoint_activations(bool on) { checkpoint_activations_ = on; }
   // The gradient of one step: begin_grads, then per micro-batch begin_micro_batch, unit_grad(u)
   // (zeroed, unit-sized, where unit u's gradient lands; the same buffer until unit_grad_done(u))
   // and unit_grad_done(u) for every unit, micro_batch_done; then summed_grads: this rank's part
@@ -143,6 +147,7 @@ class Layout {
   torch::Tensor mask_;
   int64_t num_params_ = 0;
   OptimizerState opt_;
+  bool checkpoint_activations_ = false;
 };
 
 // mode: dist.mode ("ddp" or "fsdp"); a single process always runs ddp. Checks every rule of

@@ -20,6 +20,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/gpt2_tokenizer.h"
+#include "trainer/data/hf_tokenizer.h"
 #include "trainer/data/tokenizer.h"
 #include "trainer/compute.h"
 #include "trainer/device_comm.h"
@@ -267,6 +268,7 @@ class Training {
   void evaluate();
   void print_sample();
   void finish();
+  void write_tokenizer_files();
   // Appends to the log; a failure (disk full, say) stops the run saying what it leaves behind.
   void record(const std::function<void(witness::LogWriter&)>& write);
 
@@ -344,6 +346,7 @@ void Training::build() {
   step_comm_ = device_comm_ ? device_comm_.get() : &comm_;
   // The layout checks its rules (world size, M) before anything is written.
   layout_ = make_layout(rc_.dist_mode, rc_.model, rc_.train.micro_batches, *step_comm_, *compute_);
+  layout_->checkpoint_activations(rc_.train.activation_checkpointing);
   // The key first: a run that could not sign its log must not start.
   if (is_root_) key_ = training_key(opts_.key, quiet_);
   set_compute_threads(int(rc_.train.threads));
@@ -624,6 +627,23 @@ void Training::print_sample() {  // collective
   std::fflush(stdout);
 }
 
+// Hugging Face tokenizer files beside the model, for the dataset's tokenizer (none for data
+// tokenized outside wit). They are a convenience: a missing GPT-2 vocabulary costs the files,
+// not the run.
+void Training::write_tokenizer_files() {
+  const std::string& kind = dataset_->manifest().tokenizer;
+  try {
+    if (kind == "byte") {
+      data::write_hf_tokenizer(dir(), data::byte_hf_tokenizer(), rc_.model.context);
+    } else if (kind == "gpt2") {
+      if (!sample_gpt2_) sample_gpt2_ = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
+      data::write_hf_tokenizer(dir(), data::gpt2_hf_tokenizer(*sample_gpt2_), rc_.model.context);
+    }
+  } catch (const Error& e) {
+    if (!quiet_) fmt::print("note: no tokenizer files beside model.safetensors: {}\n", e.what());
+  }
+}
+
 // The final evaluation, the signed log and the exported model; a resume of a finished run only
 // reports it.
 void Training::finish() {
@@ -646,6 +666,7 @@ void Training::finish() {
     layout_->export_model(model_file, {{"format", "pt"},
                                        {"wit.step", std::to_string(steps_done())},
                                        {"wit.manifest_root", to_hex(dataset_->manifest().root)}});
+    if (is_root_) write_tokenizer_files();
   }
   settle(true);  // a run stopped early (--until): its last checkpoint logged before it returns
 }

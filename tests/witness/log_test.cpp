@@ -113,6 +113,30 @@ std::string first_problem(const LogReport& r) {
   return r.problems.empty() ? std::string("(no problem)") : r.problems.front().text();
 }
 
+// model.vocab_pad rounds the table up (GPT-2's 50257 to 50304 with 64) and is part of the
+// committed config only when set, so configs without it commit what they always did.
+TEST(RunConfig, VocabPadRoundsTheTableUpAndIsCommittedOnlyWhenSet) {
+  auto parse = [](std::vector<std::string> sets) {
+    sets.push_back("model.vocab_size=50257");
+    return config::Config::parse("", "test", run_schema(), sets);
+  };
+  const auto plain = parse({});
+  EXPECT_EQ(run_config_from(plain).model.vocab_size, 50257);
+  EXPECT_EQ(committed_yaml(plain).find("vocab_pad"), std::string::npos);
+  const auto padded = parse({"model.vocab_pad=64"});
+  EXPECT_EQ(run_config_from(padded).model.vocab_size, 50304);
+  const std::string yaml = committed_yaml(padded);
+  EXPECT_NE(yaml.find("vocab_pad: 64"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("vocab_size: 50257"), std::string::npos) << yaml;
+  EXPECT_EQ(run_config_from(parse_committed(yaml, "test")).model.vocab_size, 50304);
+  EXPECT_TRUE(contains(error_of([&] {
+                         run_config_from(config::Config::parse(
+                             "", "test", run_schema(),
+                             {"model.vocab_size=65535", "model.vocab_pad=1000"}));
+                       }),
+                       "over 65536"));
+}
+
 TEST(WitnessLog, RoundTrip) {
   LogRun run;
   run.write();

@@ -118,8 +118,8 @@ std::filesystem::path Client::download(const std::string& sha_hex, uint64_t size
   }
 }
 
-Digest Client::upload(const std::filesystem::path& file,
-                      const std::function<void(const std::string&)>& progress, uint64_t piece_bytes) {
+Digest Client::upload(const std::filesystem::path& file, const UploadListener& listener,
+                      uint64_t piece_bytes) {
   const uint64_t size = std::filesystem::file_size(file);
   const Digest sha = sha256_of(file);
   const std::string target = "/api/files/" + to_hex(sha);
@@ -129,25 +129,29 @@ Digest Client::upload(const std::filesystem::path& file,
     try {
       uint64_t at = call("GET", fmt::format("{}?size={}", target, size))["offset"].get<uint64_t>();
       if (at == size) {
-        progress(fmt::format("{}: on the board already ({} bytes, sha256 {})", file.string(), size,
-                             to_hex(sha).substr(0, 16)));
+        listener.note(fmt::format("{}: on the board already ({} bytes, sha256 {})", file.string(),
+                                  size, to_hex(sha).substr(0, 16)));
+        listener.bytes(size, 0);
         return sha;
       }
-      if (at > 0) progress(fmt::format("{}: resuming at byte {} of {}", file.string(), at, size));
+      if (at > 0) {
+        listener.note(fmt::format("{}: resuming at byte {} of {}", file.string(), at, size));
+        listener.bytes(at, 0);
+      }
       while (at < size) {
         piece.resize(size_t(std::min<uint64_t>(piece_bytes, size - at)));
         in.clear();
         in.seekg(std::streamoff(at));
         in.read(piece.data(), std::streamsize(piece.size()));
         if (uint64_t(in.gcount()) != piece.size()) fail("{} changed while it was being uploaded", file.string());
+        const uint64_t before = at;
         at = call("PUT", fmt::format("{}?offset={}", target, at), piece)["offset"].get<uint64_t>();
-        progress(fmt::format("{}: {} of {} bytes ({:.0f}%)", file.string(), at, size,
-                             size ? 100.0 * double(at) / double(size) : 100.0));
+        listener.bytes(at, at > before ? at - before : 0);
       }
       return sha;
     } catch (const Broken& e) {
       if (attempt >= 5) throw Error(e.what());
-      progress(fmt::format("{}; retrying", e.what()));
+      listener.note(fmt::format("{}; retrying", e.what()));
       std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
     }
   }

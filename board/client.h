@@ -3,7 +3,7 @@
 // was stopped and started again).
 //
 //   Client c("http://127.0.0.1:8080/", token);
-//   c.upload("runs/tiny/witness.h5", [](const std::string& line) { print(line); });
+//   c.upload("runs/tiny/witness.h5", {on_bytes, on_note});
 #pragma once
 
 #include <chrono>
@@ -31,10 +31,16 @@ class Client {
                       const std::string& body = "",
                       std::chrono::seconds timeout = std::chrono::seconds(120));
 
+  // What an upload tells its caller: how many of the file's bytes the board holds and how many
+  // of them this call just sent (after each piece; sent = 0 where the board held them already),
+  // and events worth a line (the file on the board already, resuming, retrying).
+  struct UploadListener {
+    std::function<void(uint64_t on_board, uint64_t sent)> bytes;
+    std::function<void(const std::string& line)> note;
+  };
   // Uploads `file` (piece_bytes at a time), resuming from the offset the board reports; a
   // broken connection is retried a few times. Returns the file's SHA-256.
-  Digest upload(const std::filesystem::path& file,
-                const std::function<void(const std::string&)>& progress,
+  Digest upload(const std::filesystem::path& file, const UploadListener& listener,
                 uint64_t piece_bytes = 8 << 20);
 
   // Downloads the board's file `sha_hex` of `size` bytes into `cache` (resuming a partial

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <optional>
+#include <unistd.h>
 
 #include "apps/wit/board_checks.h"
 #include "board/blob_store.h"
@@ -24,6 +25,7 @@
 #include "core/error.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/manifest.h"
+#include "trainer/train_loop.h"
 #include "record/reader.h"
 
 namespace wit::cli {
@@ -78,18 +80,80 @@ int board_dataset(const fs::path& dir) {
   return 0;
 }
 
+namespace {
+
+// One progress line for a set of uploads: the bytes the board holds of all of them, the rate of
+// what this process sends, and the ETA. On a terminal the line is redrawn in place; elsewhere (a
+// log, a pipe) a line follows each piece. Notes (a file on the board already, resuming) get lines
+// of their own.
+class UploadProgress {
+ public:
+  explicit UploadProgress(const std::vector<fs::path>& files)
+      : tty_(::isatty(::fileno(stdout)) == 1), files_(files.size()) {
+    for (const fs::path& f : files) total_ += fs::file_size(f);
+  }
+
+  // Uploads one of the files, its bytes counted into the line.
+  Digest upload(board::Client& client, const fs::path& file) {
+    const uint64_t size = fs::file_size(file);
+    const Digest sha = client.upload(
+        file, {[&](uint64_t on_board, uint64_t sent) {
+                 sent_ += sent;
+                 draw(base_ + on_board);
+               },
+               [&](const std::string& line) { note(line); }});
+    base_ += size;
+    return sha;
+  }
+  // Ends the redrawn line before anything else is printed.
+  void done() {
+    if (tty_ && drawn_) fmt::print("\n");
+    drawn_ = false;
+    std::fflush(stdout);
+  }
+
+ private:
+  void draw(uint64_t on_board) {
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = double(sent_) / std::max(secs, 1e-3);
+    const uint64_t left = total_ > on_board ? total_ - on_board : 0;
+    const std::string line = fmt::format(
+        "upload: {:.1f} of {:.1f} MB ({:.0f}%) in {} file(s), {:.1f} MB/s, ETA {}",
+        double(on_board) / 1e6, double(total_) / 1e6,
+        total_ ? 100.0 * double(on_board) / double(total_) : 100.0, files_, rate / 1e6,
+        rate > 0 ? format_duration(double(left) / rate) : std::string("?"));
+    fmt::print(tty_ ? "\r{}\x1b[K" : "{}\n", line);
+    drawn_ = true;
+    std::fflush(stdout);
+  }
+  void note(const std::string& line) {
+    fmt::print(tty_ && drawn_ ? "\r{}\x1b[K\n" : "{}\n", line);
+    drawn_ = false;
+    std::fflush(stdout);
+  }
+
+  const bool tty_;
+  const size_t files_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  uint64_t total_ = 0, base_ = 0, sent_ = 0;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
 int board_upload(const std::vector<fs::path>& files, const std::string& server,
                  const std::string& token_flag) {
   const std::string token = participant_token(token_flag, "uploading");
-  board::Client client(server, token);
-  for (const fs::path& f : files) {
+  for (const fs::path& f : files)
     if (!fs::is_regular_file(f)) fail("{} is not a file", f.string());
-    const Digest sha = client.upload(f, [](const std::string& line) {
-      fmt::print("{}\n", line);
-      std::fflush(stdout);
-    });
-    fmt::print("{}: uploaded, sha256 {}\n", f.string(), to_hex(sha));
-  }
+  board::Client client(server, token);
+  UploadProgress progress(files);
+  std::vector<Digest> shas;
+  for (const fs::path& f : files) shas.push_back(progress.upload(client, f));
+  progress.done();
+  for (size_t i = 0; i < files.size(); ++i)
+    fmt::print("{}: uploaded, sha256 {}\n", files[i].string(), to_hex(shas[i]));
   return 0;
 }
 
@@ -167,11 +231,11 @@ int board_submit(const fs::path& run, const std::string& server, const std::stri
          "(give its private key with --key, or run wit board register-key); nothing was uploaded",
          run.string(), witness::key_id(log.meta.public_key), me.value("name", "?"));
   nlohmann::json files = nlohmann::json::object();
-  for (const std::string& n : names)
-    files[n] = to_hex(client.upload(run / n, [](const std::string& line) {
-      fmt::print("{}\n", line);
-      std::fflush(stdout);
-    }));
+  std::vector<fs::path> paths;
+  for (const std::string& n : names) paths.push_back(run / n);
+  UploadProgress progress(paths);
+  for (const std::string& n : names) files[n] = to_hex(progress.upload(client, run / n));
+  progress.done();
   const nlohmann::json entry =
       client.call("POST", "/api/entries", nlohmann::json{{"track", track}, {"name", name}, {"files", files}}.dump(),
                   std::chrono::hours(6));  // the board audits the run (hashes every checkpoint) first

@@ -54,17 +54,17 @@ head -c $((64 << 20)) /dev/urandom >"$work/big.bin"
 sha=$(sha256sum "$work/big.bin" | cut -c1-64)
 "$wit" board upload "$work/big.bin" --server "$url" --token "$token" >"$work/up1" 2>&1 &
 up=$!
-for _ in $(seq 200); do grep -q "bytes (" "$work/up1" && break; sleep 0.02; done
+for _ in $(seq 200); do grep -q "MB (" "$work/up1" && break; sleep 0.02; done
 kill -9 $up 2>/dev/null
 wait $up 2>/dev/null
 WIT_BOARD_TOKEN=$token "$wit" board upload "$work/big.bin" --server "$url" >"$work/up2" 2>&1 ||
   { cat "$work/up1" "$work/up2"; fail "the second upload"; }
 grep -q "uploaded, sha256 $sha" "$work/up2" || { cat "$work/up2"; fail "not uploaded"; }
-if grep -q "of 67108864 bytes (100%)" "$work/up1"; then
+if grep -q "MB (100%)" "$work/up1"; then
   echo "upload: the first attempt finished before it was stopped"
 else
   grep -q "resuming at byte" "$work/up2" || { cat "$work/up2"; fail "the upload did not resume"; }
-  echo "upload: stopped after $(grep -c "bytes (" "$work/up1") piece(s), $(grep "resuming" "$work/up2")"
+  echo "upload: stopped after $(grep -c "MB (" "$work/up1") piece(s), $(grep "resuming" "$work/up2")"
 fi
 cmp -s "$work/big.bin" "$work/files/blobs/${sha:0:2}/${sha:2}" || fail "the stored file differs"
 [ -z "$(ls "$work/files/partial")" ] || fail "partial files left behind"
@@ -175,7 +175,7 @@ head -c $((48 << 20)) /dev/urandom >"$work/big2.bin"
 sha2=$(sha256sum "$work/big2.bin" | cut -c1-64)
 "$wit" board upload "$work/big2.bin" --server "$url" --token "$token" >"$work/up3" 2>&1 &
 up=$!
-for _ in $(seq 200); do grep -q "bytes (" "$work/up3" && break; sleep 0.02; done
+for _ in $(seq 200); do grep -q "MB (" "$work/up3" && break; sleep 0.02; done
 kill -9 $pid $up 2>/dev/null
 wait $pid $up 2>/dev/null
 [ -e "$work/files/blobs/${sha2:0:2}/${sha2:2}" ] && ! grep -q "(100%)" "$work/up3" &&

@@ -25,6 +25,15 @@ const config::Schema& run_schema() {
                  "math). Committed as resolved",
                  {"auto", "math", "flash"});
 
+    s.add_string("model", "init_from", "",
+                 "start from these weights instead of a random initialisation: a Hugging Face "
+                 "GPT-2 model.safetensors (or the directory holding it; a wit run's exported "
+                 "model is one) of this config's shape, read locally, never downloaded. Not "
+                 "committed: the run commits the weights themselves (model.init_sha256)");
+    s.add_string("model", "init_sha256", "",
+                 "SHA-256 of the initial parameters (fp32 little-endian, in the canonical order) "
+                 "when the run starts from model.init_from; wit train fills it in (a value given "
+                 "must match), and the genesis commits to it");
     s.add_string("data", "dir", "data/kjv", "dataset directory made by `wit prepare`");
     s.add_int("data", "seq_len", 128, "tokens per training sequence (T <= context)", 1, 65536);
     s.add_int("data", "seed", 1, "seed of the sample order", 0, 9.2e18);
@@ -111,6 +120,12 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.context = c.get_int("model.context");
   r.model.dropout = c.get_float("model.dropout");
   r.model.attention = c.get_string("model.attention");
+  r.init.from = c.get_string("model.init_from");
+  r.init.sha256 = c.get_string("model.init_sha256");
+  if (!r.init.sha256.empty() &&
+      (r.init.sha256.size() != 64 ||
+       r.init.sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
+    fail("model.init_sha256 = '{}' is not 64 lowercase hex digits", r.init.sha256);
   r.train.device = c.get_string("train.device");
   r.train.precision = c.get_string("train.precision");
   r.data.dir = c.get_string("data.dir");
@@ -167,8 +182,9 @@ std::string committed_yaml(const config::Config& c) {
   // existed trained so); the others are part of the trajectory. An unresolved "auto" is never
   // committed: the trainer resolves it first (trainer/compute.h).
   if (c.get_string("train.precision") == "fp32") exclude.push_back("train.precision");
-  // No padding is what a config without the key means.
+  // No padding is what a config without the key means; so is a random initialisation.
   if (c.get_int("model.vocab_pad") == 1) exclude.push_back("model.vocab_pad");
+  if (c.get_string("model.init_sha256").empty()) exclude.push_back("model.init_sha256");
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
@@ -195,7 +211,8 @@ config::Config parse_committed(const std::string& yaml, const std::string& origi
 const std::vector<std::string>& resume_mutable_keys() {
   static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every",
                                                 "train.sample_every", "train.device",
-                                                "train.activation_checkpointing"};
+                                                "train.activation_checkpointing",
+                                                "model.init_from"};
   return keys;
 }
 

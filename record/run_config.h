@@ -36,6 +36,13 @@ struct TrainConfig {
   bool activation_checkpointing = false;
 };
 
+// Where the initial weights come from: random from train.seed, or given weights the run commits
+// to by their hash.
+struct InitConfig {
+  std::filesystem::path from;  // empty: init_params from the run seed
+  std::string sha256;          // hex of the initial parameters' SHA-256 (empty without `from`)
+};
+
 // What the witness log records besides the steps (trainer/train_loop.cpp, record/).
 struct WitnessConfig {
   int64_t fingerprint_every = 100;
@@ -47,6 +54,7 @@ struct RunConfig {
   DataConfig data;
   TrainConfig train;
   optim::AdamWConfig optim;
+  InitConfig init;
   std::string dist_mode = "ddp";  // ddp: replicated state; fsdp: sharded state (ZeRO-3)
   // canonical: gradients summed over ranks in one fixed tree; arrival: in the order they reach
   // rank 0 (not reproducible, never certified).

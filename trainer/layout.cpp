@@ -104,6 +104,12 @@ class DdpLayout final : public Layout {
     model::init_params(cfg_, seed, 0, flat_);
     opt_ = OptimizerState::zeros(num_params_, options());
   }
+  void init_from(const torch::Tensor& params) override {
+    WIT_CHECK(params.numel() == num_params_, "{} initial parameters for a model of {}",
+              params.numel(), num_params_);
+    flat_.copy_(params);
+    opt_ = OptimizerState::zeros(num_params_, options());
+  }
   void load(const std::filesystem::path& file) override {
     Checkpoint c;
     // Every rank verifies the hash of what it loads; a rank that cannot, stops them all.
@@ -251,6 +257,12 @@ class FsdpLayout final : public Layout {
   void init(uint64_t seed) override {
     torch::Tensor mine = shard_.narrow(0, 0, owned());
     model::init_params(cfg_, seed, begin_, mine);
+    opt_ = OptimizerState::zeros(shard_size_, options());
+  }
+  void init_from(const torch::Tensor& params) override {
+    WIT_CHECK(params.numel() == num_params_, "{} initial parameters for a model of {}",
+              params.numel(), num_params_);
+    shard_.narrow(0, 0, owned()).copy_(params.narrow(0, begin_, owned()));
     opt_ = OptimizerState::zeros(shard_size_, options());
   }
   void load(const std::filesystem::path& file) override {

@@ -75,6 +75,9 @@ class Layout {
   // --- State
   // GPT-2 initialisation from `seed` (every rank draws the full sequence, keeps its part).
   virtual void init(uint64_t seed) = 0;
+  // Given initial weights instead (model.init_from): every rank holds the full vector (P,) on
+  // the host and keeps its part; the optimizer starts at step 0 with zero moments.
+  virtual void init_from(const torch::Tensor& params) = 0;
   // Every rank loads its part of a checkpoint written by any layout and world size.
   virtual void load(const std::filesystem::path& checkpoint) = 0;
   // Collective: the whole state into one file, written by rank 0, which gets the state hash.

@@ -1,10 +1,14 @@
 #include "trainer/safetensors.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/sha256.h"
 #include "trainer/safetensors_file.h"
 
 namespace wit {
@@ -70,6 +74,40 @@ void export_gpt2_safetensors(const model::GPTConfig& cfg, const torch::Tensor& f
   }
   write_safetensors(file, tensors, metadata);
   write_gpt2_hf_config(cfg, file.parent_path() / "config.json");
+}
+
+torch::Tensor import_gpt2_safetensors(const std::filesystem::path& file_or_dir,
+                                      const model::GPTConfig& cfg) {
+  const std::filesystem::path file = std::filesystem::is_directory(file_or_dir)
+                                         ? file_or_dir / "model.safetensors"
+                                         : file_or_dir;
+  if (!std::filesystem::is_regular_file(file))
+    fail("{} does not exist (model.init_from names a model.safetensors or its directory)",
+         file.string());
+  const NamedTensors named = read_safetensors(file);
+  std::map<std::string, torch::Tensor> by_name;
+  for (const auto& [name, t] : named) {
+    const std::string prefix = "transformer.";
+    by_name[name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name] = t;
+  }
+  torch::Tensor flat = torch::empty({model::gpt_param_count(cfg)}, torch::kFloat32);
+  for (const model::ParamSpec& s : model::gpt_param_specs(cfg)) {
+    auto it = by_name.find(s.name);
+    if (it == by_name.end())
+      fail("{} has no tensor {}: not a GPT-2 model of this config's shape", file.string(), s.name);
+    torch::Tensor t = s.hf_transposed ? it->second.t() : it->second;
+    if (t.sizes() != c10::IntArrayRef(s.shape))
+      fail("{}: tensor {} has shape {}, this config's model {}", file.string(), s.name,
+           fmt::format("{}", fmt::join(t.sizes(), "x")),
+           fmt::format("{}", fmt::join(s.shape, "x")));
+    flat.narrow(0, s.offset, s.numel).copy_(t.reshape({-1}));
+  }
+  return flat;
+}
+
+Digest params_sha256(const torch::Tensor& params) {
+  const torch::Tensor host = params.to(torch::kCPU, torch::kFloat32).contiguous();
+  return sha256(host.data_ptr<float>(), size_t(host.numel()) * sizeof(float));
 }
 
 void write_gpt2_hf_config(const model::GPTConfig& cfg, const std::filesystem::path& file) {

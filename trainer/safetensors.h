@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/sha256.h"
 #include "trainer/model/gpt.h"
 
 namespace wit {
@@ -29,6 +30,17 @@ NamedTensors read_safetensors(const std::filesystem::path& file,
 void export_gpt2_safetensors(const model::GPTConfig& cfg, const torch::Tensor& params,
                              const std::filesystem::path& file,
                              const std::map<std::string, std::string>& metadata = {});
+
+// The flat parameter vector (P,) of a model of `cfg` from a model.safetensors in Hugging Face
+// GPT-2 layout (export_gpt2_safetensors' inverse), or from the directory holding one. Names may
+// carry transformers' "transformer." prefix; buffers and the tied lm head are ignored. Errors
+// name the tensor that is missing or of another shape.
+torch::Tensor import_gpt2_safetensors(const std::filesystem::path& file_or_dir,
+                                      const model::GPTConfig& cfg);
+
+// SHA-256 of a flat fp32 parameter vector's bytes (little-endian, in order): what
+// model.init_sha256 commits a run's given initial weights as.
+Digest params_sha256(const torch::Tensor& params);
 
 // transformers' GPT2Config for a model of `cfg`, as JSON.
 void write_gpt2_hf_config(const model::GPTConfig& cfg, const std::filesystem::path& file);

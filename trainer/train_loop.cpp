@@ -255,6 +255,8 @@ class Training {
   void open_data();
   void start_state();
   void resume_state();
+  void resolve_initial_weights();
+  void initialise();
   void open_log();
   void announce();
   // The loop and what the committed cadence asks for after a step.
@@ -287,6 +289,7 @@ class Training {
   dist::Communicator* step_comm_ = nullptr;
   std::unique_ptr<Layout> layout_;
   std::optional<witness::SigningKey> key_;  // rank 0
+  std::optional<torch::Tensor> initial_;  // model.init_from's weights, until the state has them
   std::optional<data::Dataset> dataset_;
   std::optional<RunPlan> plan_;
   witness::PublicKey public_key_{};
@@ -341,6 +344,7 @@ void Training::build() {
   // the kernel this run uses, which the genesis commits to).
   compute_.emplace(resolve_compute(run_->cfg, comm_.size(), quiet_));
   rc_ = run_config_from(run_->cfg);
+  resolve_initial_weights();
   // Gradients on a GPU travel over NCCL; control messages stay on MPI.
   device_comm_ = device_communicator(comm_, *compute_, quiet_);
   step_comm_ = device_comm_ ? device_comm_.get() : &comm_;
@@ -379,7 +383,44 @@ void Training::start_state() {
     fs::create_directories(dir());
     write_file_atomic(dir() / "config.yaml", run_->cfg.to_yaml());
   }
-  layout_->init(init_seed(rc_.train.seed));
+  initialise();
+}
+
+// A new run that starts from given weights (model.init_from) reads and hashes them before anything
+// commits to its config: the hash becomes model.init_sha256, which the genesis commits to (a
+// value given must match). A resume reads them only if it starts again from step 0.
+void Training::resolve_initial_weights() {
+  if (rc_.init.from.empty()) {
+    if (!rc_.init.sha256.empty())
+      fail("model.init_sha256 is set but model.init_from is not: give the weights it names with "
+           "--set model.init_from=PATH");
+    return;
+  }
+  if (opts_.resume) return;
+  initial_ = import_gpt2_safetensors(rc_.init.from, rc_.model);
+  const std::string hex = to_hex(params_sha256(*initial_));
+  if (!rc_.init.sha256.empty() && rc_.init.sha256 != hex)
+    fail("{} holds weights with SHA-256 {}, but model.init_sha256 is {}", rc_.init.from.string(),
+         hex, rc_.init.sha256);
+  run_->cfg.set("model.init_sha256", hex, "model.init_from, hashed");
+  rc_ = run_config_from(run_->cfg);
+}
+
+// The state before step 0: the committed initial weights, or GPT-2's initialisation from the seed.
+void Training::initialise() {
+  if (rc_.init.sha256.empty()) return layout_->init(init_seed(rc_.train.seed));
+  if (!initial_) {
+    if (rc_.init.from.empty())
+      fail("{} starts from given weights (model.init_sha256 {}): give them with --set "
+           "model.init_from=PATH",
+           dir().string(), rc_.init.sha256.substr(0, 16));
+    initial_ = import_gpt2_safetensors(rc_.init.from, rc_.model);
+    if (to_hex(params_sha256(*initial_)) != rc_.init.sha256)
+      fail("{} holds other weights than the run started from (model.init_sha256 {})",
+           rc_.init.from.string(), rc_.init.sha256.substr(0, 16));
+  }
+  layout_->init_from(*initial_);
+  initial_.reset();
 }
 
 void Training::resume_state() {
@@ -403,7 +444,7 @@ void Training::resume_state() {
     if (!quiet_)
       fmt::print("resuming {} from step {} ({})\n", dir().string(), steps_done(), ck->string());
   } else {
-    layout_->init(init_seed(rc_.train.seed));
+    initialise();
     if (!quiet_) fmt::print("resuming {}: no checkpoint yet, starting at step 0\n", dir().string());
   }
   if (is_root_) truncate_metrics(dir() / "metrics.jsonl", steps_done());

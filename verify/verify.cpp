@@ -233,6 +233,7 @@ class Verification {
  private:
   bool open_run();
   fs::path dataset_dir() const;
+  torch::Tensor initial_weights() const;
   void stage(const char* name, const std::function<std::string()>& body);
   fs::path checkpoint_file(uint64_t step) const;
   void progress(const std::string& line) const {
@@ -281,6 +282,7 @@ class Verification {
   std::unique_ptr<dist::Communicator> device_comm_;
   std::unique_ptr<Layout> layout_;
   fs::path data_dir_;
+  std::optional<torch::Tensor> initial_;  // a run's committed initial weights (model.init_sha256)
   std::string nondeterminism_;
   std::map<uint64_t, Digest> states_;  // the committed checkpoints, by steps completed
   std::map<uint64_t, const FingerprintRow*> fingerprints_;
@@ -355,6 +357,7 @@ bool Verification::open_run() {
   layout_ = make_layout(o_.mode, replay_model, rc_.train.micro_batches,
                         device_comm_ ? *device_comm_ : comm_, *compute_);
   data_dir_ = dataset_dir();
+  if (!rc_.init.sha256.empty()) initial_ = initial_weights();
   nondeterminism_ = declared_nondeterminism(*cfg_);
   out_.steps = lr_.valid_steps;
   const Tables& t = log_->tables;
@@ -394,6 +397,31 @@ fs::path Verification::dataset_dir() const {
          "dataset with --data",
          dir.string(), why);
   return dir;
+}
+
+// The weights a run committed to start from (model.init_sha256), from --init-from or the run's
+// config.yaml. Weights that are missing or hash otherwise are the verifier's problem to solve,
+// never evidence against the trainer: an error, not a verdict.
+torch::Tensor Verification::initial_weights() const {
+  fs::path from = o_.init_from;
+  if (from.empty() && fs::exists(o_.run / "config.yaml"))
+    from = config::Config::load(o_.run / "config.yaml", run_schema(), {}).get_string("model.init_from");
+  if (from.empty())
+    fail("{} starts from given weights (SHA-256 {}): give them with --init-from", o_.run.string(),
+         rc_.init.sha256.substr(0, 16));
+  torch::Tensor w;
+  try {
+    w = import_gpt2_safetensors(from, rc_.model);
+  } catch (const Error& e) {
+    fail("{} starts from given weights (SHA-256 {}): {}; give them with --init-from",
+         o_.run.string(), rc_.init.sha256.substr(0, 16), e.what());
+  }
+  if (to_hex(params_sha256(w)) != rc_.init.sha256)
+    fail("{} is not the weights {} started from (SHA-256 {}, the run committed {}): give them with "
+         "--init-from",
+         from.string(), o_.run.string(), to_hex(params_sha256(w)).substr(0, 16),
+         rc_.init.sha256.substr(0, 16));
+  return w;
 }
 
 // Runs one stage unless an earlier one failed; every rank leaves it with the same verdict.
@@ -546,7 +574,8 @@ void Verification::cut_segments() {
 }
 
 void Verification::load_state(uint64_t step) {
-  if (step == 0) return layout_->init(init_seed(rc_.train.seed));
+  if (step == 0)
+    return initial_ ? layout_->init_from(*initial_) : layout_->init(init_seed(rc_.train.seed));
   const auto start = Clock::now();
   layout_->load(checkpoint_file(step));  // the load checks the file against its state hash
   out_.cost.loads += 1;

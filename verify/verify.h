@@ -38,6 +38,9 @@ namespace wit::witness {
 struct VerifyOptions {
   std::filesystem::path run;
   std::filesystem::path data;  // the run's dataset; default: its config's data.dir
+  // A run that started from given weights (model.init_sha256): where they are; default: the
+  // run's config.yaml's model.init_from (unsigned, a hint: the hash decides).
+  std::filesystem::path init_from;
   int64_t challenges = 4;      // segments drawn besides the first and the last
   // Segment length in steps, a multiple of train.checkpoint_every; 0: train.checkpoint_every.
   int64_t segment = 0;

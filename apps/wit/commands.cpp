@@ -356,6 +356,11 @@ void add_verify(CLI::App& app, Commands& commands) {
                   "The run's dataset (default: where the log says the trainer had it; either way "
                   "it must have the committed root and layout)")
       ->type_name("DIR");
+  sub->add_option("--init-from", o->init_from,
+                  "For a run that started from given weights (model.init_sha256): that "
+                  "model.safetensors or its directory (default: the run's config.yaml's "
+                  "model.init_from; either way it must hash to the committed SHA-256)")
+      ->type_name("PATH");
   sub->add_option("--challenges,-c", o->challenges,
                   "Segments to draw besides the first and the last (default: enough for --target "
                   "at --confidence)");

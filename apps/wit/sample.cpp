@@ -26,24 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The flat parameters of a model.safetensors in Hugging Face GPT-2 layout (export's inverse).
-torch::Tensor params_from_safetensors(const fs::path& file, const model::GPTConfig& cfg) {
-  const NamedTensors named = read_safetensors(file);
-  std::map<std::string, torch::Tensor> by_name(named.begin(), named.end());
-  torch::Tensor flat = torch::empty({model::gpt_param_count(cfg)}, torch::kFloat32);
-  for (const model::ParamSpec& s : model::gpt_param_specs(cfg)) {
-    auto it = by_name.find(s.name);
-    if (it == by_name.end())
-      fail("{} has no tensor {}: not a model of the run's config", file.string(), s.name);
-    torch::Tensor t = s.hf_transposed ? it->second.t() : it->second;
-    if (t.sizes() != c10::IntArrayRef(s.shape))
-      fail("{}: tensor {} has shape {}, the run's model {}", file.string(), s.name,
-           fmt::format("{}", fmt::join(t.sizes(), "x")), fmt::format("{}", fmt::join(s.shape, "x")));
-    flat.narrow(0, s.offset, s.numel).copy_(t.reshape({-1}));
-  }
-  return flat;
-}
-
 fs::path checkpoint_of(const fs::path& run, const fs::path& arg) {
   const std::string a = arg.string();
   if (!a.empty() && a.find_first_not_of("0123456789") == std::string::npos)
@@ -100,7 +82,7 @@ int sample(const SampleCliOptions& o) {
   const fs::path source = o.checkpoint.empty() ? o.run / "model.safetensors"
                                                : checkpoint_of(o.run, o.checkpoint);
   if (!fs::exists(source)) fail("{} does not exist", source.string());
-  const torch::Tensor params = o.checkpoint.empty() ? params_from_safetensors(source, cfg)
+  const torch::Tensor params = o.checkpoint.empty() ? import_gpt2_safetensors(source, cfg)
                                                     : load_checkpoint_weights(source).params;
   Sampler sampler(cfg, params);
 

@@ -119,6 +119,7 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
   witness::VerifyOptions v;
   v.run = o.run;
   v.data = o.data;
+  v.init_from = o.init_from;
   v.mode = o.mode;
   if (o.segment && *o.segment <= 0)
     fail("--segment must be a positive number of steps, got {}", *o.segment);

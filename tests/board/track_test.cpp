@@ -114,6 +114,8 @@ TEST(Tracks, EachBrokenRuleIsReported) {
   EXPECT_TRUE(contains(first(run({"train.steps=1000"})), "2048000 training tokens"));
   EXPECT_TRUE(contains(first(run({"train.eval_batches=4"})), "evaluates 32 sequences of 128"));
   EXPECT_TRUE(contains(first(run({"data.seq_len=64"})), "evaluates 64 sequences of 64"));
+  EXPECT_TRUE(contains(first(run({"model.init_sha256=" + std::string(64, 'a')})),
+                       "starts from given weights"));
   witness::RunMeta forged = run({});
   forged.committed_yaml += "extra: 1\n";
   EXPECT_FALSE(entry_problems(t, forged).empty());

@@ -816,8 +816,17 @@ std::string Verification::final_model() {
   const uint64_t last = lr_.valid_steps;
   if (!states_.count(last)) mismatch(fmt::format("no checkpoint after the last step {}", last));
   load_state(last);
-  const fs::path mine =
-      fs::temp_directory_path() / fmt::format("wit-verify-{}-{}.safetensors", ::getpid(), last);
+  // A directory of its own, removed on every way out: the export writes config.json beside the
+  // model, which verifications running side by side must not share.
+  struct Scratch {
+    fs::path dir;
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } scratch{fs::temp_directory_path() / fmt::format("wit-verify-{}-{}", ::getpid(), last)};
+  fs::create_directories(scratch.dir);
+  const fs::path mine = scratch.dir / "model.safetensors";
   layout_->export_model(mine, {{"format", "pt"},
                                {"wit.step", std::to_string(last)},
                                {"wit.manifest_root", to_hex(log_->meta.manifest_root)}});
@@ -826,7 +835,6 @@ std::string Verification::final_model() {
     const std::string bytes = read_text_file(published);
     out_.model_sha256 = sha256(bytes);
     const bool same = read_text_file(mine) == bytes;
-    fs::remove(mine);
     if (!same)
       problem = fmt::format("{} is not the export of the checkpoint after step {}",
                             published.string(), last);

@@ -2,6 +2,9 @@
 // never stopping, checkpoints and the exported model read back, bad resumes are refused.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -31,15 +34,27 @@ const uint64_t kGoldenSeed00 = 7552475924491445325ull;
 const uint64_t kGoldenSeed51 = 11392426358776324596ull;
 const uint64_t kGoldenInitSeed = 15163886000538457969ull;
 
-// The built-in corpus, prepared once for the whole test binary.
+// The built-in corpus, prepared once per test process into a directory of its own (mkdtemp:
+// a directory left by an earlier process with the same pid must not be taken for it), and
+// removed when the process exits.
 const fs::path& kjv_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("wit-test-kjv-" + std::to_string(::getpid()));
-    data::PrepareOptions o;
-    o.out = d;
-    data::prepare(o);
-    return d;
-  }();
+  struct PreparedCorpus {
+    fs::path dir;
+    PreparedCorpus() {
+      std::string pattern = (fs::temp_directory_path() / "wit-test-kjv-XXXXXX").string();
+      if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp " + pattern);
+      dir = pattern;
+      data::PrepareOptions o;
+      o.out = dir / "corpus";
+      data::prepare(o);
+    }
+    ~PreparedCorpus() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static const PreparedCorpus corpus;
+  static const fs::path dir = corpus.dir / "corpus";
   return dir;
 }
 

@@ -155,6 +155,11 @@ std::vector<std::string> entry_problems(const Track& t, const witness::RunMeta& 
         "starts from given weights (model.init_sha256 {}): a board's workers cannot replay its "
         "first segment without them, and a board takes no weights beside a run",
         rc.init.sha256.substr(0, 16)));
+  if (!rc.train.choice_eval_sha256.empty())
+    out.push_back(fmt::format(
+        "scores a multiple-choice evaluation (train.choice_eval_sha256 {}): a board's workers "
+        "cannot rescore it without the file, and a board takes no files beside a run",
+        rc.train.choice_eval_sha256.substr(0, 16)));
   if (int64_t(meta.num_params) > t.max_params)
     out.push_back(fmt::format("{} parameters, over the track's budget of {}", meta.num_params,
                               t.max_params));

@@ -169,6 +169,46 @@ uint64_t check_side_table(const char* table, const std::vector<Row>& rows,
   return rows.size();
 }
 
+// Each evaluation is the committed rows (RunConfig::eval_rows) in order, all after one step;
+// returns the evaluations' steps. A run in progress may lack its last evaluation's later rows.
+std::vector<uint64_t> eval_steps(const RunConfig& rc, const std::vector<EvalRow>& rows,
+                                 LogReport& report) {
+  const std::vector<EvalRowName> names = rc.eval_rows();
+  auto rule = [&] {
+    std::string r;
+    for (auto& n : names) r += fmt::format("{}'{}' '{}'", r.empty() ? "" : ", ", n.split, n.metric);
+    return r;
+  };
+  std::vector<uint64_t> steps;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const EvalFields& e = rows[i].fields;
+    const EvalRowName& want = names[i % names.size()];
+    if (e.split != want.split || e.metric != want.metric) {
+      report.problems.push_back(
+          {"evals", int64_t(i), e.split != want.split ? "split" : "metric",
+           fmt::format("is '{}' '{}' where the committed config gives '{}' '{}' (each "
+                       "evaluation's rows: {})",
+                       e.split, e.metric, want.split, want.metric, rule())});
+      return steps;
+    }
+    if (i % names.size() == 0) {
+      steps.push_back(e.step);
+    } else if (e.step != rows[i - 1].fields.step) {
+      report.problems.push_back(
+          {"evals", int64_t(i), "step",
+           fmt::format("step {} in the evaluation after step {}: its rows share one step", e.step,
+                       rows[i - 1].fields.step)});
+      return steps;
+    }
+  }
+  if (report.complete && rows.size() % names.size() != 0)
+    report.problems.push_back(
+        {"evals", int64_t(rows.size()), "split",
+         fmt::format("the evaluation after step {} lacks rows (each evaluation's rows: {})",
+                     rows.back().fields.step, rule())});
+  return steps;
+}
+
 // The side tables hold exactly the rows the committed schedules give, in order: fingerprints
 // after every witness.fingerprint_every steps and after the last; val loss evaluations after
 // every train.eval_every steps (when not 0) and after the last; checkpoints after every
@@ -179,8 +219,9 @@ void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
   auto on = [total](uint64_t every, uint64_t s) {
     return RunConfig::on_schedule(int64_t(every), int64_t(s), int64_t(total));
   };
+  // `stride`: rows per scheduled entry (an evaluation's rows share its step).
   auto check = [&](const char* table, const std::vector<uint64_t>& steps, uint64_t every,
-                   bool extras_allowed, const char* schedule) {
+                   bool extras_allowed, const char* schedule, size_t stride = 1) {
     uint64_t expected = 0;  // the next step the schedule wants a row for
     auto next_after = [&](uint64_t s) {
       uint64_t n = every > 0 ? (s / every + 1) * every : total;
@@ -190,7 +231,7 @@ void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
     for (size_t i = 0; i < steps.size(); ++i) {
       const uint64_t s = steps[i];
       auto problem = [&](std::string msg) {
-        report.problems.push_back({table, int64_t(i), "step", std::move(msg)});
+        report.problems.push_back({table, int64_t(i * stride), "step", std::move(msg)});
       };
       if (i > 0 && s <= steps[i - 1])
         return problem(fmt::format("step {} comes after step {}: a duplicate or out-of-order row",
@@ -219,20 +260,11 @@ void check_schedules(const RunConfig& rc, const Tables& t, LogReport& report) {
   const uint64_t ce = uint64_t(rc.train.checkpoint_every);
   check("fingerprints", steps_of(t.fingerprints), fe, false,
         fmt::format("witness.fingerprint_every = {} and after the last step", fe).c_str());
-  check("evals", steps_of(t.evals), ee, false,
-        fmt::format("train.eval_every = {} and after the last step", ee).c_str());
+  check("evals", eval_steps(rc, t.evals, report), ee, false,
+        fmt::format("train.eval_every = {} and after the last step", ee).c_str(),
+        rc.eval_rows().size());
   check("checkpoints", steps_of(t.checkpoints), ce, true,
         fmt::format("train.checkpoint_every = {} and after the last step", ce).c_str());
-  for (size_t i = 0; i < t.evals.size(); ++i) {
-    const EvalFields& e = t.evals[i].fields;
-    if (e.split != "val" || e.metric != "loss") {
-      report.problems.push_back(
-          {"evals", int64_t(i), e.split != "val" ? "split" : "metric",
-           fmt::format("is '{}' '{}': wit evaluates only the val loss; no other row is defined",
-                       e.split, e.metric)});
-      break;
-    }
-  }
   for (size_t i = 0; i < t.fingerprints.size(); ++i)
     if (t.fingerprints[i].fields.mean_logprob.size() != uint64_t(rc.witness.probe_sequences)) {
       report.problems.push_back(

@@ -60,6 +60,15 @@ const config::Schema& run_schema() {
               0, 1e12);
     s.add_int("train", "eval_every", 100, "steps between val evaluations (0: end only)", 0, 1e12);
     s.add_int("train", "eval_batches", 8, "val micro-batches per evaluation", 1, 1 << 20);
+    s.add_string("train", "choice_eval", "",
+                 "a multiple-choice evaluation in HellaSwag's file format (JSON lines with ctx, "
+                 "endings and label), scored at every val evaluation: accuracy by each ending's "
+                 "total and by its per-token log-probability, committed like the val loss. Read "
+                 "locally; not committed: the run commits the file itself "
+                 "(train.choice_eval_sha256)");
+    s.add_string("train", "choice_eval_sha256", "",
+                 "SHA-256 of the train.choice_eval file; wit train fills it in (a value given "
+                 "must match), and the genesis commits to it");
     s.add_int("train", "checkpoint_every", 100, "steps between checkpoints (0: end only)", 0, 1e12);
     s.add_bool("train", "activation_checkpointing", false,
                "keep only each block's input in the forward and recompute the block in the "
@@ -105,6 +114,17 @@ const config::Schema& run_schema() {
   return schema;
 }
 
+namespace {
+
+// An optional committed SHA-256: empty, or 64 lowercase hex digits.
+void check_sha256_hex(const char* key, const std::string& hex) {
+  if (!hex.empty() &&
+      (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos))
+    fail("{} = '{}' is not 64 lowercase hex digits", key, hex);
+}
+
+}  // namespace
+
 RunConfig run_config_from(const config::Config& c) {
   RunConfig r;
   r.model.n_layer = c.get_int("model.n_layer");
@@ -122,10 +142,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.attention = c.get_string("model.attention");
   r.init.from = c.get_string("model.init_from");
   r.init.sha256 = c.get_string("model.init_sha256");
-  if (!r.init.sha256.empty() &&
-      (r.init.sha256.size() != 64 ||
-       r.init.sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
-    fail("model.init_sha256 = '{}' is not 64 lowercase hex digits", r.init.sha256);
+  check_sha256_hex("model.init_sha256", r.init.sha256);
   r.train.device = c.get_string("train.device");
   r.train.precision = c.get_string("train.precision");
   r.data.dir = c.get_string("data.dir");
@@ -142,6 +159,9 @@ RunConfig run_config_from(const config::Config& c) {
   r.train.activation_checkpointing = c.get_bool("train.activation_checkpointing");
   r.train.eval_batches = c.get_int("train.eval_batches");
   r.train.checkpoint_every = c.get_int("train.checkpoint_every");
+  r.train.choice_eval = c.get_string("train.choice_eval");
+  r.train.choice_eval_sha256 = c.get_string("train.choice_eval_sha256");
+  check_sha256_hex("train.choice_eval_sha256", r.train.choice_eval_sha256);
   r.optim.lr = c.get_float("optim.lr");
   r.optim.min_lr = c.get_float("optim.min_lr");
   r.optim.warmup_steps = c.get_int("optim.warmup_steps");
@@ -185,6 +205,8 @@ std::string committed_yaml(const config::Config& c) {
   // No padding is what a config without the key means; so is a random initialisation.
   if (c.get_int("model.vocab_pad") == 1) exclude.push_back("model.vocab_pad");
   if (c.get_string("model.init_sha256").empty()) exclude.push_back("model.init_sha256");
+  if (c.get_string("train.choice_eval_sha256").empty())
+    exclude.push_back("train.choice_eval_sha256");
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
@@ -212,7 +234,7 @@ const std::vector<std::string>& resume_mutable_keys() {
   static const std::vector<std::string> keys = {"data.dir", "dist.mode", "train.log_every",
                                                 "train.sample_every", "train.device",
                                                 "train.activation_checkpointing",
-                                                "model.init_from"};
+                                                "model.init_from", "train.choice_eval"};
   return keys;
 }
 

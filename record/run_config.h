@@ -34,6 +34,15 @@ struct TrainConfig {
   int64_t checkpoint_every = 100;
   // Recompute each block's forward in the backward (trainer/layout.h): memory, not bits.
   bool activation_checkpointing = false;
+  // A multiple-choice evaluation beside the val loss (trainer/choice_eval.h): a HellaSwag-format
+  // file, committed by the SHA-256 of its bytes (the path is only where to find it).
+  std::filesystem::path choice_eval;
+  std::string choice_eval_sha256;  // hex; empty: no multiple-choice evaluation
+};
+
+// One row of an evaluation in the witness log's evals table.
+struct EvalRowName {
+  std::string split, metric;
 };
 
 // Where the initial weights come from: random from train.seed, or given weights the run commits
@@ -71,6 +80,16 @@ struct RunConfig {
   }
   bool eval_after(int64_t steps_done) const {
     return on_schedule(train.eval_every, steps_done, train.steps);
+  }
+  // The rows each evaluation writes, in order, all after one step: the val loss, then with a
+  // committed multiple-choice evaluation its accuracy by total and by per-token log-probability.
+  std::vector<EvalRowName> eval_rows() const {
+    std::vector<EvalRowName> rows = {{"val", "loss"}};
+    if (!train.choice_eval_sha256.empty()) {
+      rows.push_back({"choice", "acc"});
+      rows.push_back({"choice", "acc_norm"});
+    }
+    return rows;
   }
   bool checkpoint_after(int64_t steps_done) const {
     return on_schedule(train.checkpoint_every, steps_done, train.steps);

@@ -101,12 +101,21 @@ std::string summary_text(const WitnessLog& log, const LogReport& r, const std::s
   if (!t.steps.empty())
     fmt::format_to(to, "  last loss    {:.4f} (step {})\n", t.steps.back().fields.loss,
                    t.steps.back().fields.step);
-  for (auto it = t.evals.rbegin(); it != t.evals.rend(); ++it)
-    if (it->fields.split == "val" && it->fields.metric == "loss") {
-      fmt::format_to(to, "  val loss     {:.4f} (after {} steps; {} evaluations)\n",
-                     it->fields.value, it->fields.step, t.evals.size());
-      break;
-    }
+  const EvalRow *val = nullptr, *acc = nullptr, *acc_norm = nullptr;
+  size_t evaluations = 0;
+  for (auto& e : t.evals) {
+    const bool is_val = e.fields.split == "val" && e.fields.metric == "loss";
+    evaluations += is_val;
+    if (is_val) val = &e;
+    if (e.fields.split == "choice" && e.fields.metric == "acc") acc = &e;
+    if (e.fields.split == "choice" && e.fields.metric == "acc_norm") acc_norm = &e;
+  }
+  if (val)
+    fmt::format_to(to, "  val loss     {:.4f} (after {} steps; {} evaluations)\n",
+                   val->fields.value, val->fields.step, evaluations);
+  if (acc && acc_norm)
+    fmt::format_to(to, "  choice       acc_norm {:.4f}, acc {:.4f} (after {} steps)\n",
+                   acc_norm->fields.value, acc->fields.value, acc_norm->fields.step);
   fmt::format_to(to, "  fingerprints {} (every {} steps)\n", t.fingerprints.size(),
                  j["fingerprint_every"].dump());
   if (t.checkpoints.empty())

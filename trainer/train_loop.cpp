@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "trainer/checkpoint.h"
+#include "trainer/choice_eval.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/hf_tokenizer.h"
@@ -138,6 +139,7 @@ class MetricsFile {
   // TensorBoard groups tags by their prefix: training, evaluation, checkpoints, the device.
   static std::string tensorboard_tag(const std::string& name) {
     if (name == "val_loss") return "val/loss";
+    if (name.rfind("choice_", 0) == 0) return "choice/" + name.substr(7);
     if (name.rfind("checkpoint", 0) == 0 || name.rfind("peak_", 0) == 0) return "system/" + name;
     return "train/" + name;
   }
@@ -256,6 +258,7 @@ class Training {
   void start_state();
   void resume_state();
   void resolve_initial_weights();
+  void open_choice_eval();
   void initialise();
   void open_log();
   void announce();
@@ -292,6 +295,7 @@ class Training {
   std::optional<torch::Tensor> initial_;  // model.init_from's weights, until the state has them
   std::optional<data::Dataset> dataset_;
   std::optional<RunPlan> plan_;
+  std::optional<data::ChoiceSet> choices_;  // train.choice_eval, on every rank that evaluates
   witness::PublicKey public_key_{};
   Digest genesis_{};
   fs::path last_ckpt_;
@@ -365,6 +369,7 @@ void Training::open_data() {
     fail("dataset {} has a vocabulary of {} tokens but model.vocab_size is {}",
          rc_.data.dir.string(), dataset_->vocab_size(), rc_.model.vocab_size);
   plan_.emplace(rc_, *dataset_);
+  open_choice_eval();
   if (is_root_) public_key_ = key_->public_key();
   comm_.broadcast(public_key_.data(), public_key_.size(), 0);
   genesis_ = witness::genesis_hash(committed_yaml(run_->cfg), dataset_->manifest().root,
@@ -404,6 +409,36 @@ void Training::resolve_initial_weights() {
          hex, rc_.init.sha256);
   run_->cfg.set("model.init_sha256", hex, "model.init_from, hashed");
   rc_ = run_config_from(run_->cfg);
+}
+
+// A new run with a multiple-choice evaluation (train.choice_eval) reads and hashes its file before
+// the genesis commits to its config: the hash becomes train.choice_eval_sha256 (a value given
+// must match). A resume must find the file it committed to; none can be added then.
+void Training::open_choice_eval() {
+  const std::string& committed = rc_.train.choice_eval_sha256;
+  if (rc_.train.choice_eval.empty()) {
+    if (!committed.empty())
+      fail("{} scores a multiple-choice evaluation (train.choice_eval_sha256 {}): give its file "
+           "with --set train.choice_eval=PATH",
+           opts_.resume ? dir().string() : std::string("the config"), committed.substr(0, 16));
+    return;
+  }
+  if (opts_.resume && committed.empty())
+    fail("--set train.choice_eval: {} committed to no multiple-choice evaluation, and a resume "
+         "cannot add one",
+         dir().string());
+  dist::agree_on_errors(comm_, [&] {
+    choices_ = data::load_choice_set(rc_.train.choice_eval, dataset_->manifest(),
+                                     rc_.model.context);
+  });
+  const std::string hex = to_hex(choices_->sha256);
+  if (!committed.empty() && committed != hex)
+    fail("{} has SHA-256 {}, but the run commits to train.choice_eval_sha256 {}",
+         rc_.train.choice_eval.string(), hex, committed);
+  if (committed.empty()) {
+    run_->cfg.set("train.choice_eval_sha256", hex, "train.choice_eval, hashed");
+    rc_ = run_config_from(run_->cfg);
+  }
 }
 
 // The state before step 0: the committed initial weights, or GPT-2's initialisation from the seed.
@@ -635,12 +670,29 @@ void Training::fingerprint() {  // collective
 void Training::evaluate() {  // collective
   const float val = layout_->evaluate(dataset_->val(), rc_.data.seq_len,
                                       rc_.train.micro_batch_size, rc_.train.eval_batches);
+  std::optional<ChoiceScore> choice;
+  if (choices_) choice = score_choices(*layout_, *choices_);
   if (!is_root_) return;
+  // One evaluation's rows in one append: a run stopped between them never leaves half of one
+  // before its checkpoint.
+  const uint64_t step = uint64_t(steps_done());
   record([&](witness::LogWriter& w) {
-    w.append_eval({uint64_t(steps_done()), "val", "loss", val});
+    w.append_eval({step, "val", "loss", val});
+    if (choice) {
+      w.append_eval({step, "choice", "acc", choice->acc()});
+      w.append_eval({step, "choice", "acc_norm", choice->acc_norm()});
+    }
   });
-  metrics_->write({{"step", steps_done()}, {"val_loss", val}});
-  if (!quiet_) fmt::print("step {:>6}/{} | val loss {:.4f}\n", steps_done(), total_, val);
+  nlohmann::json m = {{"step", steps_done()}, {"val_loss", val}};
+  if (choice) m["choice_acc"] = choice->acc(), m["choice_acc_norm"] = choice->acc_norm();
+  metrics_->write(m);
+  if (!quiet_) {
+    fmt::print("step {:>6}/{} | val loss {:.4f}", steps_done(), total_, val);
+    if (choice)
+      fmt::print(" | choice acc_norm {:.4f} acc {:.4f} ({} examples)", choice->acc_norm(),
+                 choice->acc(), choice->examples);
+    fmt::print("\n");
+  }
   summary_.val_loss = val;
 }
 

@@ -19,6 +19,7 @@
 #include "core/fs.h"
 #include "trainer/batch.h"
 #include "trainer/checkpoint.h"
+#include "trainer/choice_eval.h"
 #include "trainer/compute.h"
 #include "trainer/device_comm.h"
 #include "trainer/data/dataset.h"
@@ -234,6 +235,7 @@ class Verification {
   bool open_run();
   fs::path dataset_dir() const;
   torch::Tensor initial_weights() const;
+  data::ChoiceSet choice_set() const;
   void stage(const char* name, const std::function<std::string()>& body);
   fs::path checkpoint_file(uint64_t step) const;
   void progress(const std::string& line) const {
@@ -256,6 +258,7 @@ class Verification {
   void load_state(uint64_t step);
   void check_fingerprint(const FingerprintRow& row);
   void check_eval(const EvalRow& row);
+  void check_choice_eval(uint64_t step);
   void check_checkpoint(uint64_t step);
 
   // The verdict and the certificate.
@@ -287,6 +290,10 @@ class Verification {
   std::map<uint64_t, Digest> states_;  // the committed checkpoints, by steps completed
   std::map<uint64_t, const FingerprintRow*> fingerprints_;
   std::map<uint64_t, const EvalRow*> evals_;  // the val losses, by step
+  // A committed multiple-choice evaluation (train.choice_eval_sha256): its file, and its rows by
+  // step (acc, acc_norm).
+  std::optional<data::ChoiceSet> choices_;
+  std::map<uint64_t, std::vector<const EvalRow*>> choice_rows_;
   Digest availability_key_{};
 
   // Built by the stages.
@@ -363,8 +370,11 @@ bool Verification::open_run() {
   const Tables& t = log_->tables;
   for (auto& c : t.checkpoints) states_[c.fields.step] = c.fields.state_hash;
   for (auto& p : t.fingerprints) fingerprints_[p.fields.step] = &p;
-  for (auto& e : t.evals)
+  for (auto& e : t.evals) {
     if (e.fields.split == "val" && e.fields.metric == "loss") evals_[e.fields.step] = &e;
+    if (e.fields.split == "choice") choice_rows_[e.fields.step].push_back(&e);
+  }
+  if (!rc_.train.choice_eval_sha256.empty()) choices_ = choice_set();
   // The availability draws' randomness: the challenges' source, under its own label. Drawn here,
   // by every rank (a fresh draw is broadcast), before any stage can fail on one rank alone.
   if (!(o_.source == ChallengeSource::FiatShamir && !lr_.signed_heads))  // else structure fails
@@ -422,6 +432,34 @@ torch::Tensor Verification::initial_weights() const {
          from.string(), o_.run.string(), to_hex(params_sha256(w)).substr(0, 16),
          rc_.init.sha256.substr(0, 16));
   return w;
+}
+
+// The multiple-choice file a run committed to (train.choice_eval_sha256), from --choice-eval or the
+// run's config.yaml, tokenized as the dataset's manifest says. Like the initial weights: a file
+// that is missing or hashes otherwise is the verifier's problem, an error and not a verdict.
+data::ChoiceSet Verification::choice_set() const {
+  const std::string& committed = rc_.train.choice_eval_sha256;
+  fs::path file = o_.choice_eval;
+  if (file.empty() && fs::exists(o_.run / "config.yaml"))
+    file = config::Config::load(o_.run / "config.yaml", run_schema(), {})
+               .get_string("train.choice_eval");
+  if (file.empty())
+    fail("{} scores a multiple-choice evaluation (SHA-256 {}): give its file with --choice-eval",
+         o_.run.string(), committed.substr(0, 16));
+  data::ChoiceSet set;
+  try {
+    set = data::load_choice_set(file, data::read_manifest(data_dir_ / data::kManifestFile),
+                                rc_.model.context);
+  } catch (const Error& e) {
+    fail("{} scores a multiple-choice evaluation (SHA-256 {}): {}; give its file with "
+         "--choice-eval",
+         o_.run.string(), committed.substr(0, 16), e.what());
+  }
+  if (to_hex(set.sha256) != committed)
+    fail("{} is not the multiple-choice file {} committed to (SHA-256 {}, the run committed "
+         "{}): give it with --choice-eval",
+         file.string(), o_.run.string(), to_hex(set.sha256).substr(0, 16), committed.substr(0, 16));
+  return set;
 }
 
 // Runs one stage unless an earlier one failed; every rank leaves it with the same verdict.
@@ -629,7 +667,40 @@ void Verification::check_eval(const EvalRow& row) {
                           bits(v), bits(logged));
   }
   agree_with_root(comm_, problem);
+  if (choices_) check_choice_eval(step);
   evals_checked_.insert(step);
+}
+
+// The multiple-choice rows after `step` rescored from the current state (collective). Exact
+// replay compares their bits; a tolerance replay their relative distance, as for the val loss.
+void Verification::check_choice_eval(uint64_t step) {
+  const ChoiceScore score = score_choices(*layout_, *choices_);
+  std::string problem;
+  const auto rows = choice_rows_.find(step);
+  if (rows == choice_rows_.end() || rows->second.size() != 2) {
+    problem = fmt::format("eval after step {}: the log lacks its multiple-choice rows", step);
+  } else if (root_) {
+    for (const EvalRow* row : rows->second) {
+      const float v = row->fields.metric == "acc" ? score.acc() : score.acc_norm();
+      const float logged = row->fields.value;
+      const std::string what = fmt::format("eval after step {}, choice {}: recomputed {} ({} of "
+                                           "{} examples), the log says {}",
+                                           step, row->fields.metric, v,
+                                           row->fields.metric == "acc" ? score.correct
+                                                                       : score.correct_norm,
+                                           score.examples, logged);
+      if (o_.tolerance) {
+        out_.distances.eval = std::max(out_.distances.eval, relative(v, logged));
+        if (!(relative(v, logged) <= *o_.tolerance))
+          problem = fmt::format("{}: relative distance {:.3g} exceeds the tolerance {:.3g}", what,
+                                relative(v, logged), *o_.tolerance);
+      } else if (std::memcmp(&v, &logged, 4) != 0) {
+        problem = what;
+      }
+      if (!problem.empty()) break;
+    }
+  }
+  agree_with_root(comm_, problem);
 }
 
 // A checkpoint the replay passes: its committed state must be the replayed one (collective).
@@ -867,8 +938,16 @@ std::string Verification::evaluation() {
       mismatch(fmt::format("held-out document {} is {}", d.id, verdict_name(a.verdict)));
     ++held_out;
   }
-  return fmt::format("final val loss {} recomputed {}; {} held-out documents excluded",
-                     final_eval->second->fields.value,
+  std::string choice;
+  if (choices_) {
+    const auto& rows = choice_rows_.at(last);
+    choice = fmt::format(" and multiple-choice acc {} acc_norm {} over {} examples (file SHA-256 "
+                         "{})",
+                         rows[0]->fields.value, rows[1]->fields.value, choices_->examples.size(),
+                         rc_.train.choice_eval_sha256.substr(0, 16));
+  }
+  return fmt::format("final val loss {}{} recomputed {}; {} held-out documents excluded",
+                     final_eval->second->fields.value, choice,
                      o_.tolerance ? "within tolerance" : "exactly", held_out);
 }
 

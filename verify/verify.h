@@ -41,6 +41,9 @@ struct VerifyOptions {
   // A run that started from given weights (model.init_sha256): where they are; default: the
   // run's config.yaml's model.init_from (unsigned, a hint: the hash decides).
   std::filesystem::path init_from;
+  // A run that scores a multiple-choice evaluation (train.choice_eval_sha256): its file;
+  // default: the run's config.yaml's train.choice_eval (a hint: the hash decides).
+  std::filesystem::path choice_eval;
   int64_t challenges = 4;      // segments drawn besides the first and the last
   // Segment length in steps, a multiple of train.checkpoint_every; 0: train.checkpoint_every.
   int64_t segment = 0;

@@ -361,6 +361,11 @@ void add_verify(CLI::App& app, Commands& commands) {
                   "model.safetensors or its directory (default: the run's config.yaml's "
                   "model.init_from; either way it must hash to the committed SHA-256)")
       ->type_name("PATH");
+  sub->add_option("--choice-eval", o->choice_eval,
+                  "For a run that scores a multiple-choice evaluation (train.choice_eval_sha256): "
+                  "that HellaSwag-format file (default: the run's config.yaml's "
+                  "train.choice_eval; either way it must hash to the committed SHA-256)")
+      ->type_name("FILE");
   sub->add_option("--challenges,-c", o->challenges,
                   "Segments to draw besides the first and the last (default: enough for --target "
                   "at --confidence)");

@@ -120,6 +120,7 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
   v.run = o.run;
   v.data = o.data;
   v.init_from = o.init_from;
+  v.choice_eval = o.choice_eval;
   v.mode = o.mode;
   if (o.segment && *o.segment <= 0)
     fail("--segment must be a positive number of steps, got {}", *o.segment);

@@ -15,6 +15,7 @@ struct VerifyCliOptions {
   std::filesystem::path run;
   std::filesystem::path data;
   std::filesystem::path init_from;  // a run's given initial weights (default: its config.yaml's)
+  std::filesystem::path choice_eval;  // a run's multiple-choice file (default: its config.yaml's)
   int64_t challenges = -1;    // -1: from --target and --confidence
   double target = 0.1;        // fraction of unfaithful steps to catch ...
   double confidence = 0.9;    // ... with this probability

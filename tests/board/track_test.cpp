@@ -116,6 +116,8 @@ TEST(Tracks, EachBrokenRuleIsReported) {
   EXPECT_TRUE(contains(first(run({"data.seq_len=64"})), "evaluates 64 sequences of 64"));
   EXPECT_TRUE(contains(first(run({"model.init_sha256=" + std::string(64, 'a')})),
                        "starts from given weights"));
+  EXPECT_TRUE(contains(first(run({"train.choice_eval_sha256=" + std::string(64, 'b')})),
+                       "scores a multiple-choice evaluation"));
   witness::RunMeta forged = run({});
   forged.committed_yaml += "extra: 1\n";
   EXPECT_FALSE(entry_problems(t, forged).empty());

@@ -17,6 +17,7 @@
 //     claim-seed SEED            claim the run started from another initialisation seed
 //     second-final-eval          add a val/loss row of 1.0 for the last step, before the real one
 //     extra-metric               add a test/accuracy row for the last step
+//     inflate-choice             log a multiple-choice acc_norm a quarter higher at the end
 //     grind-fiat-shamir C STEP...  forge the loss at each STEP, then vary the first forged loss
 //                                and re-sign until the Fiat–Shamir draws of C challenges miss
 //                                every forged segment (prints the tries it took)
@@ -41,6 +42,7 @@
 // hyperparameters throughout.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -205,6 +207,10 @@ int rewrite(int argc, char** argv) {
     extra.fields.metric = "accuracy";
     extra.fields.value = 0.99f;
     t.evals.push_back(extra);
+  } else if (attack == "inflate-choice") {
+    EvalRow& last = t.evals.back();
+    if (last.fields.metric != "acc_norm") fail("the log's last eval row is not a choice acc_norm");
+    last.fields.value = std::min(1.0f, last.fields.value + 0.25f);
   } else if (attack == "grind-fiat-shamir") {
     const int64_t c = int64_t(arg(0));
     if (argc < 6) fail("grind-fiat-shamir needs C and at least one STEP");

@@ -64,10 +64,14 @@ for attack in second-final-eval extra-metric; do
   fresh
   "$liar" "$work/lie" "$WIT_SIGNING_KEY" $attack >/dev/null || fail "$attack"
   "$wit" inspect "$work/lie" >"$work/rows.out" 2>&1 && fail "$attack: wit inspect accepts the log"
-  grep -q "PROBLEM      evals row 2, field step: step 12 comes after step 12" "$work/rows.out" || { cat "$work/rows.out"; fail "$attack: inspect message"; }
+  case $attack in
+    second-final-eval) problem="evals row 2, field step: step 12 comes after step 12" ;;
+    extra-metric) problem="evals row 2, field split: is 'test' 'accuracy' where the committed config gives 'val' 'loss'" ;;
+  esac
+  grep -q "PROBLEM      $problem" "$work/rows.out" || { cat "$work/rows.out"; fail "$attack: inspect message"; }
   check_rejected_anyway() {
     if verify_k "$work/lie" -c 4 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "$attack was certified"; fi
-    grep -q "REJECTED: structure: evals row 2, field step" "$work/lie.out" || { cat "$work/lie.out"; fail "$attack: reason"; }
+    grep -q "REJECTED: structure: ${problem%%:*}" "$work/lie.out" || { cat "$work/lie.out"; fail "$attack: reason"; }
   }
   check_rejected_anyway
   echo "lie $attack: $(grep REJECTED "$work/lie.out")"

@@ -28,12 +28,15 @@ constexpr uint64_t kProbe = 3;
 
 // The committed config of the run record() writes: 8 steps, a fingerprint of 3 sequences every
 // 2 steps, an eval and a checkpoint every 4.
-std::string committed(uint64_t total = kSteps) {
-  return committed_yaml(config::Config::parse(
-      "", "test", run_schema(),
-      {"train.steps=" + std::to_string(total), "witness.fingerprint_every=2",
-       "witness.probe_sequences=" + std::to_string(kProbe), "train.eval_every=4",
-       "train.checkpoint_every=4", "model.n_layer=2"}));
+std::string committed(uint64_t total = kSteps, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> keys = {"train.steps=" + std::to_string(total),
+                                   "witness.fingerprint_every=2",
+                                   "witness.probe_sequences=" + std::to_string(kProbe),
+                                   "train.eval_every=4",
+                                   "train.checkpoint_every=4",
+                                   "model.n_layer=2"};
+  keys.insert(keys.end(), extra.begin(), extra.end());
+  return committed_yaml(config::Config::parse("", "test", run_schema(), keys));
 }
 
 RunMeta test_meta(const SigningKey& key, uint64_t total = kSteps) {
@@ -450,6 +453,61 @@ TEST(WitnessLogTampering, RowsAppendedAfterTheFinalSignature) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(contains(first_problem(r), "evals row 2, field step: step 8 comes after step 8"))
       << first_problem(r);
+}
+
+// With a multiple-choice evaluation committed (train.choice_eval_sha256), each evaluation is its
+// val loss, choice acc and choice acc_norm rows after one step. A row missing, in another order
+// or after another step is a problem; a run in progress may lack its last evaluation's later rows.
+TEST(WitnessLogSchedule, AChoiceEvaluationIsItsThreeRowsAfterOneStep) {
+  using Evaluate = std::function<void(LogWriter&, uint64_t)>;
+  auto check = [](const Evaluate& evaluate, uint64_t steps = kSteps, bool committed_choice = true) {
+    LogRun run;
+    RunMeta m = test_meta(run.key);
+    std::vector<std::string> keys;
+    if (committed_choice) keys.push_back("train.choice_eval_sha256=" + to_hex(sha256("set")));
+    m.committed_yaml = committed(kSteps, keys);
+    LogWriter w = LogWriter::create(run.file, m, SigningKey::load(run.save_key()));
+    for (uint64_t i = 0; i < steps; ++i) {
+      w.append_step(step_fields(i), {1e9 + double(i), 0.5});
+      const uint64_t done = i + 1;
+      if (done % 2 == 0) w.append_fingerprint(probe_fields(done));
+      if (done % 4 == 0) {
+        evaluate(w, done);
+        w.append_checkpoint({done, sha256("state " + std::to_string(done))});
+      }
+    }
+    w.sign();
+    return run.check();
+  };
+  auto rows = [](std::vector<EvalRowName> names, int64_t step_offset = 0) {
+    return [names, step_offset](LogWriter& w, uint64_t done) {
+      for (size_t k = 0; k < names.size(); ++k)
+        w.append_eval({done + (k == names.size() - 1 ? uint64_t(step_offset) : 0),
+                       names[k].split, names[k].metric, 0.25f});
+    };
+  };
+  const EvalRowName val{"val", "loss"}, acc{"choice", "acc"}, norm{"choice", "acc_norm"};
+  EXPECT_TRUE(check(rows({val, acc, norm})).ok()) << first_problem(check(rows({val, acc, norm})));
+  EXPECT_TRUE(contains(first_problem(check(rows({val, norm, acc}))),
+                       "evals row 1, field metric: is 'choice' 'acc_norm' where the committed "
+                       "config gives 'choice' 'acc'"))
+      << first_problem(check(rows({val, norm, acc})));
+  EXPECT_TRUE(contains(first_problem(check(rows({val, acc}))),
+                       "evals row 2, field split: is 'val' 'loss' where the committed config "
+                       "gives 'choice' 'acc_norm'"))
+      << first_problem(check(rows({val, acc})));
+  // A row that claims a later step than its evaluation's is anchored to the wrong step.
+  EXPECT_TRUE(contains(first_problem(check(rows({val, acc, norm}, 1))),
+                       "evals row 2, field anchor: does not match the record hash after step 5"))
+      << first_problem(check(rows({val, acc, norm}, 1)));
+  const LogReport in_progress = check(rows({val, acc}), 4);
+  EXPECT_TRUE(in_progress.ok()) << first_problem(in_progress);
+  // Without the committed key, a choice row is one the config does not define.
+  const LogReport plain = check(rows({val, acc, norm}), kSteps, false);
+  EXPECT_TRUE(contains(first_problem(plain),
+                       "evals row 1, field split: is 'choice' 'acc' where the committed config "
+                       "gives 'val' 'loss'"))
+      << first_problem(plain);
 }
 
 TEST(WitnessLogBadInput, UnknownSchemaVersion) {

@@ -20,8 +20,8 @@
 #include "trainer/runtime.h"
 #include "trainer/run_plan.h"
 #include "trainer/step.h"
-#include "trainer/train_loop.h"
 #include "trainer/cpu_numerics.h"
+#include "trainer/peak_flops.h"
 
 namespace {
 

@@ -1,5 +1,7 @@
 #include "core/clock.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <ctime>
 
@@ -16,6 +18,12 @@ std::string utc_now() {
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
 }
 
 }  // namespace wit

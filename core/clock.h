@@ -1,4 +1,5 @@
-// The wall clock as records state it: logs, certificates and the board's rows.
+// The wall clock as records state it (logs, certificates, the board's rows), and durations as
+// progress lines print them.
 #pragma once
 
 #include <string>
@@ -9,5 +10,7 @@ namespace wit {
 std::string utc_now();
 // Now, seconds since the Unix epoch (fractional).
 double unix_now();
+// "42s", "3m07s", "2h15m": how progress lines give durations and ETAs.
+std::string format_duration(double seconds);
 
 }  // namespace wit

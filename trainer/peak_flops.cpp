@@ -1,6 +1,9 @@
 #include "trainer/peak_flops.h"
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
+
 
 namespace wit {
 
@@ -36,6 +39,42 @@ std::optional<double> datasheet_peak_flops(const std::string& device_name, bool 
   for (const Part& p : kParts)
     if (has_words(device_name, p.name)) return 1e12 * (bf16 ? p.bf16_tflops : p.fp32_tflops);
   return std::nullopt;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double measure_matmul_flops(int reps) {
+  torch::NoGradGuard g;
+  auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
+  a.mm(b);
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    auto c = a.mm(b);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * 1024.0 * 1024.0 * 1024.0 / best;
+}
+
+double measure_matmul_flops(const Compute& compute, int reps) {
+  if (!compute.is_cuda()) return measure_matmul_flops(reps);
+  torch::NoGradGuard g;
+  const int64_t n = kGpuPeakSize;
+  const auto opts =
+      torch::TensorOptions().device(compute.device).dtype(compute.bf16 ? torch::kBFloat16
+                                                                       : torch::kFloat32);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  auto sync = [&] { synchronize(compute); };
+  for (int i = 0; i < 3; ++i) a.mm(b);  // warm-up: kernel choice, clocks
+  sync();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    auto c = a.mm(b);
+    sync();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * double(n) * double(n) * double(n) / best;
 }
 
 }  // namespace wit

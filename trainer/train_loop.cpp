@@ -33,7 +33,8 @@
 #include "trainer/runtime.h"
 #include "trainer/peak_flops.h"
 #include "trainer/safetensors.h"
-#include "trainer/tensorboard.h"
+#include "trainer/metrics_file.h"
+#include "trainer/peak_flops.h"
 #include "trainer/step.h"
 #include "trainer/witnessing.h"
 #include "record/writer.h"
@@ -43,110 +44,7 @@ namespace wit {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string format_duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
-  return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
-}
-
-double measure_matmul_flops(int reps) {
-  torch::NoGradGuard g;
-  auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
-  a.mm(b);
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = Clock::now();
-    auto c = a.mm(b);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return 2.0 * 1024.0 * 1024.0 * 1024.0 / best;
-}
-
-double measure_matmul_flops(const Compute& compute, int reps) {
-  if (!compute.is_cuda()) return measure_matmul_flops(reps);
-  torch::NoGradGuard g;
-  const int64_t n = kGpuPeakSize;
-  const auto opts =
-      torch::TensorOptions().device(compute.device).dtype(compute.bf16 ? torch::kBFloat16
-                                                                       : torch::kFloat32);
-  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  auto sync = [&] { synchronize(compute); };
-  for (int i = 0; i < 3; ++i) a.mm(b);  // warm-up: kernel choice, clocks
-  sync();
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = Clock::now();
-    auto c = a.mm(b);
-    sync();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return 2.0 * double(n) * double(n) * double(n) / best;
-}
-
 namespace {
-
-
-
-// Metrics lines past `step` belong to a stretch of training that a resume redoes.
-void truncate_metrics(const fs::path& file, int64_t step) {
-  if (!fs::exists(file)) return;
-  std::ifstream in(file);
-  std::string line, kept;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains("step") && j["step"].get<int64_t>() > step) continue;
-    kept += line + "\n";
-  }
-  write_file_atomic(file, kept);
-}
-
-float last_logged(const fs::path& file, const char* key) {
-  std::ifstream in(file);
-  std::string line;
-  float value = 0;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains(key)) value = j[key].get<float>();
-  }
-  return value;
-}
-
-// Appended by rank 0 only; on other ranks writes are dropped.
-// metrics.jsonl, and the same scalars as TensorBoard event files in RUN/tensorboard/.
-class MetricsFile {
- public:
-  MetricsFile(const fs::path& p, bool enabled)
-      : f_(enabled ? std::fopen(p.c_str(), "a") : nullptr), path_(p) {
-    if (enabled && !f_) fail("cannot open {} for writing", p.string());
-    if (enabled) events_ = std::make_unique<EventFileWriter>(p.parent_path() / "tensorboard");
-  }
-  ~MetricsFile() {
-    if (f_) std::fclose(f_);
-  }
-  void write(const nlohmann::json& j) {
-    if (!f_) return;
-    const std::string s = j.dump() + "\n";
-    write_all(f_, s.data(), s.size(), path_);
-    std::fflush(f_);
-    const double now = unix_now();
-    for (const auto& [name, value] : j.items())
-      if (name != "step" && value.is_number())
-        events_->scalar(tensorboard_tag(name), j["step"].get<int64_t>(), value.get<double>(), now);
-  }
-
- private:
-  // TensorBoard groups tags by their prefix: training, evaluation, checkpoints, the device.
-  static std::string tensorboard_tag(const std::string& name) {
-    if (name == "val_loss") return "val/loss";
-    if (name.rfind("choice_", 0) == 0) return "choice/" + name.substr(7);
-    if (name.rfind("checkpoint", 0) == 0 || name.rfind("peak_", 0) == 0) return "system/" + name;
-    return "train/" + name;
-  }
-  std::FILE* f_;
-  fs::path path_;
-  std::unique_ptr<EventFileWriter> events_;
-};
 
 struct ResolvedRun {
   config::Config cfg;

@@ -10,8 +10,6 @@
 
 namespace wit {
 
-struct Compute;  // trainer/compute.h
-
 struct TrainOptions {
   std::filesystem::path config;        // YAML of a new run (unused with resume)
   std::vector<std::string> overrides;  // "section.key=value"
@@ -46,15 +44,5 @@ struct TrainHooks {
 };
 
 TrainSummary train(const TrainOptions& opts, const TrainHooks& hooks = {});
-
-// "42s", "3m07s", "2h15m": how progress lines give durations and ETAs.
-std::string format_duration(double seconds);
-
-// fp32 FLOP/s of a 1024³ matmul on the current intra-op thread count (best of `reps`).
-double measure_matmul_flops(int reps = 5);
-// The peak MFU is measured against: on a GPU an 8192³ matmul in the run's precision (bf16 or
-// fp32) on its device, timed with the device synchronised; on the CPU the one above.
-constexpr int64_t kGpuPeakSize = 8192;
-double measure_matmul_flops(const Compute& compute, int reps = 5);
 
 }  // namespace wit

@@ -30,10 +30,10 @@
 #include "trainer/runtime.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
-#include "trainer/train_loop.h"
 #include "trainer/witnessing.h"
 #include "record/reader.h"
 #include "query/query.h"
+#include "verify/compare.h"
 
 namespace wit::witness {
 
@@ -41,98 +41,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// A stage fails at its first mismatch: thrown, caught by the stage runner.
-// `outputs`: what differs is a result of computation (loss, weights, evaluations), not an input
-// the log commits to (data, hyperparameters, files).
-struct Mismatch {
-  std::string what;
-  bool outputs = false;
-};
-[[noreturn]] void mismatch(std::string what, bool outputs = false) {
-  throw Mismatch{std::move(what), outputs};
-}
-
-std::string bits(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return fmt::format("{} (0x{:08x})", v, u);
-}
-
-// A distance between two floats relative to the logged one's size.
-double relative(double got, double logged) {
-  return std::abs(got - logged) / std::max(std::abs(logged), 1e-12);
-}
-
-// The fields a replay must reproduce whatever the hardware: the step's inputs.
-void compare_inputs(const StepFields& got, const StepFields& logged) {
-  const uint64_t s = logged.step;
-  auto f32 = [&](const char* name, float a, float b) {
-    if (std::memcmp(&a, &b, 4) != 0)
-      mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}", s, name, bits(a),
-                           bits(b)));
-  };
-  auto dig = [&](const char* name, const auto& a, const auto& b) {
-    if (a != b)
-      mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}", s, name,
-                           to_hex(a.data(), a.size()).substr(0, 16),
-                           to_hex(b.data(), b.size()).substr(0, 16)));
-  };
-  if (got.tokens != logged.tokens)
-    mismatch(fmt::format("step {}, field tokens: {} vs {}", s, got.tokens, logged.tokens));
-  f32("lr", got.lr, logged.lr);
-  f32("weight_decay", got.weight_decay, logged.weight_decay);
-  f32("beta1", got.beta1, logged.beta1);
-  f32("beta2", got.beta2, logged.beta2);
-  f32("eps", got.eps, logged.eps);
-  f32("grad_clip", got.grad_clip, logged.grad_clip);
-  dig("batch_hash", got.batch_hash, logged.batch_hash);
-  dig("rng_commitment", got.rng_commitment, logged.rng_commitment);
-}
-
-// The first field in which a replayed step differs from the logged one: every bit, or with a
-// tolerance, the numeric outputs within it (the weight fingerprint, a hash of exact bits, is
-// then left to the checkpoint comparison).
-void compare_step(const StepFields& got, const StepFields& logged,
-                  const std::optional<double>& tolerance, Distances& seen) {
-  compare_inputs(got, logged);
-  const uint64_t s = logged.step;
-  auto num = [&](const char* name, float a, float b, double* worst) {
-    if (tolerance) {
-      const double d = relative(a, b);
-      if (worst) *worst = std::max(*worst, d);
-      if (!(d <= *tolerance))
-        mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}: relative "
-                             "distance {:.3g} exceeds the tolerance {:.3g}",
-                             s, name, a, b, d, *tolerance),
-                 true);
-      return;
-    }
-    if (std::memcmp(&a, &b, 4) != 0)
-      mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}", s, name, bits(a),
-                           bits(b)),
-               true);
-  };
-  num("loss", got.loss, logged.loss, &seen.loss);
-  num("grad_norm", got.grad_norm, logged.grad_norm, &seen.grad_norm);
-  num("clip_factor", got.clip_factor, logged.clip_factor, nullptr);
-  if (!tolerance && got.weight_fingerprint != logged.weight_fingerprint)
-    mismatch(fmt::format("step {}, field weight_fingerprint: replay gives {}, the log says {}", s,
-                         to_hex(got.weight_fingerprint.data(), 16),
-                         to_hex(logged.weight_fingerprint.data(), 16)),
-             true);
-}
-
-// Rank 0 alone sees some results (evaluations, fingerprints, exports): it tells every rank, so that
-// all of them leave the stage at the same point.
-// `outputs` as in Mismatch.
-void agree_with_root(dist::Communicator& comm, std::string problem, bool outputs = true) {
-  uint64_t n = problem.size();
-  comm.broadcast(&n, sizeof n, 0);
-  problem.resize(n);
-  if (n) comm.broadcast(problem.data(), n, 0);
-  if (n) mismatch(problem, outputs);
-}
 
 // Settings under which the same inputs need not give the same bits.
 std::string declared_nondeterminism(const config::Config& cfg) {
@@ -653,19 +561,10 @@ void Verification::check_eval(const EvalRow& row) {
   if (evals_checked_.count(step)) return;
   const float v = layout_->evaluate(dataset_->val(), rc_.data.seq_len, rc_.train.micro_batch_size,
                                     rc_.train.eval_batches);
-  const float logged = row.fields.value;
   std::string problem;
-  if (root_ && o_.tolerance) {
-    out_.distances.eval = std::max(out_.distances.eval, relative(v, logged));
-    if (!(relative(v, logged) <= *o_.tolerance))
-      problem = fmt::format(
-          "eval after step {}, field value: recomputed {}, the log says {}: relative distance "
-          "{:.3g} exceeds the tolerance {:.3g}",
-          step, v, logged, relative(v, logged), *o_.tolerance);
-  } else if (root_ && std::memcmp(&v, &logged, 4) != 0) {
-    problem = fmt::format("eval after step {}, field value: recomputed {}, the log says {}", step,
-                          bits(v), bits(logged));
-  }
+  if (root_)
+    problem = value_problem(fmt::format("eval after step {}, field value", step), v,
+                            row.fields.value, o_.tolerance, out_.distances.eval);
   agree_with_root(comm_, problem);
   if (choices_) check_choice_eval(step);
   evals_checked_.insert(step);
@@ -681,22 +580,13 @@ void Verification::check_choice_eval(uint64_t step) {
     problem = fmt::format("eval after step {}: the log lacks its multiple-choice rows", step);
   } else if (root_) {
     for (const EvalRow* row : rows->second) {
-      const float v = row->fields.metric == "acc" ? score.acc() : score.acc_norm();
-      const float logged = row->fields.value;
-      const std::string what = fmt::format("eval after step {}, choice {}: recomputed {} ({} of "
-                                           "{} examples), the log says {}",
-                                           step, row->fields.metric, v,
-                                           row->fields.metric == "acc" ? score.correct
-                                                                       : score.correct_norm,
-                                           score.examples, logged);
-      if (o_.tolerance) {
-        out_.distances.eval = std::max(out_.distances.eval, relative(v, logged));
-        if (!(relative(v, logged) <= *o_.tolerance))
-          problem = fmt::format("{}: relative distance {:.3g} exceeds the tolerance {:.3g}", what,
-                                relative(v, logged), *o_.tolerance);
-      } else if (std::memcmp(&v, &logged, 4) != 0) {
-        problem = what;
-      }
+      const bool norm = row->fields.metric == "acc_norm";
+      problem = value_problem(fmt::format("eval after step {}, choice {} ({} of {} examples)", step,
+                                          row->fields.metric,
+                                          norm ? score.correct_norm : score.correct,
+                                          score.examples),
+                              norm ? score.acc_norm() : score.acc(), row->fields.value,
+                              o_.tolerance, out_.distances.eval);
       if (!problem.empty()) break;
     }
   }

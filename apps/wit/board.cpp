@@ -22,10 +22,10 @@
 #include "record/format.h"
 #include "record/reader.h"
 #include "record/signing.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/manifest.h"
-#include "trainer/train_loop.h"
 #include "record/reader.h"
 
 namespace wit::cli {

@@ -97,7 +97,7 @@ cp -r "$work/a" "$work/lie" && rm -f "$work/lie/certificate.json"
 "$liar" "$work/lie" "$WIT_SIGNING_KEY" inflate-choice >/dev/null || fail "inflate-choice"
 "$wit" verify "$work/lie" --choice-eval "$work/moved.jsonl" --key "$work/verifier.pem" >"$work/lie.out" 2>&1 &&
   { cat "$work/lie.out"; fail "an inflated choice score was certified"; }
-grep -q "REJECTED: .*eval after step 60, choice acc_norm: recomputed" "$work/lie.out" ||
+grep -q "REJECTED: .*eval after step 60, choice acc_norm ([0-9]* of 40 examples): recomputed" "$work/lie.out" ||
   { cat "$work/lie.out"; fail "inflated score: reason"; }
 echo "lie inflate-choice: $(grep REJECTED "$work/lie.out")"
 

@@ -143,7 +143,8 @@ std::string summary_text(const WitnessLog& log, const LogReport& r, const std::s
   for (auto& s : sessions)
     if (s.contains("world_size"))
       worlds += (worlds.empty() ? "" : ", ") + std::to_string(s["world_size"].get<int>()) + " " +
-                s.value("dist_mode", std::string("?"));
+                s.value("dist_mode", std::string("?")) +
+                (s.value("activation_checkpointing", false) ? " recomputing activations" : "");
   fmt::format_to(to, "  sessions     {} (world size: {})\n", sessions.size(), worlds);
   for (auto& p : r.problems) fmt::format_to(to, "  PROBLEM      {}\n", p.text());
   for (auto& n : r.notes) fmt::format_to(to, "  note         {}\n", n);

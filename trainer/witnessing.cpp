@@ -93,6 +93,7 @@ std::string session_json(dist::Communicator& comm, const RunConfig& rc, const st
       {"layout", layout},
       {"reduction", rc.dist_reduction == "canonical" ? "canonical-tree" : rc.dist_reduction},
       {"threads", rc.train.threads},
+      {"activation_checkpointing", rc.train.activation_checkpointing},
       {"compute", device_facts(compute)},
       {"data_dir", rc.data.dir.string()},
       {"versions", versions},

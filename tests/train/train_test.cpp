@@ -164,6 +164,9 @@ TEST(Train, ActivationCheckpointingChangesNoBit) {
   const auto a = witness::read_log(kept.path / witness::kLogFileName);
   const auto b = witness::read_log(recomputed.path / witness::kLogFileName);
   EXPECT_EQ(a.genesis, b.genesis);  // not committed: the same run
+  // Each session says how it ran.
+  EXPECT_FALSE(nlohmann::json::parse(a.meta.sessions_json)[0]["activation_checkpointing"].get<bool>());
+  EXPECT_TRUE(nlohmann::json::parse(b.meta.sessions_json)[0]["activation_checkpointing"].get<bool>());
   ASSERT_EQ(a.tables.steps.size(), 10u);
   ASSERT_EQ(b.tables.steps.size(), 10u);
   for (size_t i = 0; i < 10; ++i) {

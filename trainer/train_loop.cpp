@@ -327,14 +327,10 @@ void Training::open_choice_eval() {
          dir().string());
   dist::agree_on_errors(comm_, [&] {
     choices_ = data::load_choice_set(rc_.train.choice_eval, dataset_->manifest(),
-                                     rc_.model.context);
+                                     rc_.model.context, committed);
   });
-  const std::string hex = to_hex(choices_->sha256);
-  if (!committed.empty() && committed != hex)
-    fail("{} has SHA-256 {}, but the run commits to train.choice_eval_sha256 {}",
-         rc_.train.choice_eval.string(), hex, committed);
   if (committed.empty()) {
-    run_->cfg.set("train.choice_eval_sha256", hex, "train.choice_eval, hashed");
+    run_->cfg.set("train.choice_eval_sha256", to_hex(choices_->sha256), "train.choice_eval, hashed");
     rc_ = run_config_from(run_->cfg);
   }
 }

@@ -357,16 +357,12 @@ data::ChoiceSet Verification::choice_set() const {
   data::ChoiceSet set;
   try {
     set = data::load_choice_set(file, data::read_manifest(data_dir_ / data::kManifestFile),
-                                rc_.model.context);
+                                rc_.model.context, committed);
   } catch (const Error& e) {
     fail("{} scores a multiple-choice evaluation (SHA-256 {}): {}; give its file with "
          "--choice-eval",
          o_.run.string(), committed.substr(0, 16), e.what());
   }
-  if (to_hex(set.sha256) != committed)
-    fail("{} is not the multiple-choice file {} committed to (SHA-256 {}, the run committed "
-         "{}): give it with --choice-eval",
-         file.string(), o_.run.string(), to_hex(set.sha256).substr(0, 16), committed.substr(0, 16));
   return set;
 }
 

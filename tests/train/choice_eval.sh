@@ -87,7 +87,13 @@ grep -q "REJECTED" "$work/v2" && fail "a missing file rejected the run"
 head -n 39 "$work/moved.jsonl" >"$work/other.jsonl"
 "$wit" verify "$work/a" --choice-eval "$work/other.jsonl" --key "$work/verifier.pem" >"$work/v3" 2>&1 &&
   fail "verified with another file"
-grep -q "is not the multiple-choice file" "$work/v3" || { cat "$work/v3"; fail "another file not named"; }
+grep -q "other.jsonl has SHA-256 [0-9a-f]*, not the committed $sha; give its file with --choice-eval" "$work/v3" || { cat "$work/v3"; fail "another file not named"; }
+grep -q "REJECTED" "$work/v3" && fail "another file rejected the run"
+# A hint that points at something else on the verifier's machine is hashed, never parsed.
+sed -i "s|choice_eval: .*|choice_eval: /etc/passwd|" "$work/a/config.yaml"
+"$wit" verify "$work/a" --key "$work/verifier.pem" >"$work/v5" 2>&1 && fail "verified with /etc/passwd"
+grep -q "/etc/passwd has SHA-256 [0-9a-f]*, not the committed" "$work/v5" || { cat "$work/v5"; fail "a foreign hint: message"; }
+grep -q "root:" "$work/v5" && fail "a foreign hint's content was printed"
 "$wit" verify "$work/a" --choice-eval "$work/moved.jsonl" --key "$work/verifier.pem" >"$work/v4" 2>&1 ||
   { cat "$work/v4"; fail "--choice-eval"; }
 echo "verify: certified with the file from config.yaml or --choice-eval; missing or other files are an error"
@@ -106,7 +112,7 @@ echo "lie inflate-choice: $(grep REJECTED "$work/lie.out")"
   --until 20 --out "$work/r" -q >/dev/null 2>&1 || fail "train r to step 20"
 out=$("$wit" train --resume "$work/r" --set train.choice_eval="$work/other.jsonl" -q 2>&1) &&
   fail "resumed with another file"
-grep -q "but the run commits to train.choice_eval_sha256" <<<"$out" || fail "resume with another file: $out"
+grep -q "other.jsonl has SHA-256 [0-9a-f]*, not the committed $sha" <<<"$out" || fail "resume with another file: $out"
 "$wit" train --resume "$work/r" -q >/dev/null 2>&1 || fail "resume r"
 /usr/bin/python3 - "$work/a/witness.h5" "$work/r/witness.h5" <<'PY' || fail "the resumed run's evals differ"
 import h5py, sys

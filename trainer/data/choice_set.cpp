@@ -91,15 +91,21 @@ ChoiceExample parse_example(const nlohmann::json& j, const Encode& encode, int64
 }  // namespace
 
 ChoiceSet load_choice_set(const std::filesystem::path& file, const Manifest& manifest,
-                          int64_t context) {
+                          int64_t context, const std::string& sha256_hex) {
   if (!std::filesystem::is_regular_file(file))
     fail("{} is not a file (train.choice_eval names a HellaSwag-format .jsonl file)",
          file.string());
+  if (const uint64_t size = std::filesystem::file_size(file); size > kMaxChoiceFileBytes)
+    fail("{} is {} bytes: a multiple-choice file over {} bytes is refused", file.string(), size,
+         kMaxChoiceFileBytes);
   const std::string text = read_text_file(file);
-  std::unique_ptr<Gpt2Tokenizer> gpt2;
-  const Encode encode = encoder_for(manifest, gpt2);
   ChoiceSet set;
   set.sha256 = sha256(text);
+  if (!sha256_hex.empty() && to_hex(set.sha256) != sha256_hex)
+    fail("{} has SHA-256 {}, not the committed {}", file.string(), to_hex(set.sha256),
+         sha256_hex);
+  std::unique_ptr<Gpt2Tokenizer> gpt2;
+  const Encode encode = encoder_for(manifest, gpt2);
   size_t line_no = 0, start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);

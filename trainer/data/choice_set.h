@@ -33,7 +33,12 @@ struct ChoiceSet {
 // from the default vocabulary, which must be the one the manifest records). An example whose
 // context and longest ending exceed `context` + 1 tokens keeps the end of its context (every
 // ending sees the same context). Throws an Error naming the file and line of a bad example.
+// With `sha256_hex`, a file of other bytes is refused before a byte of it is parsed: a path
+// that a run directory names (unsigned) may point anywhere on the reader's machine.
 ChoiceSet load_choice_set(const std::filesystem::path& file, const Manifest& manifest,
-                          int64_t context);
+                          int64_t context, const std::string& sha256_hex = "");
+
+// Files over this size are refused unread (HellaSwag's validation set is about 11 MB).
+constexpr uint64_t kMaxChoiceFileBytes = uint64_t(1) << 30;
 
 }  // namespace wit::data

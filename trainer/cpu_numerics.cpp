@@ -20,7 +20,18 @@ struct Pin {
   const char* name;
   const char* value;
 };
-constexpr Pin kPins[] = {
+// The portable pin: MKL's COMPATIBLE branch, the one MKL honours on every x86-64 CPU (its other
+// branches fall back to its own dispatch on AMD CPUs, which give other bits).
+const std::vector<Pin> kPortablePins = {
+    {"MKL_CBWR", "COMPATIBLE,STRICT"},
+    {"MKL_ENABLE_INSTRUCTIONS", "AVX2"},
+    {"ATEN_CPU_CAPABILITY", "avx2"},
+    {"ONEDNN_MAX_CPU_ISA", "AVX2"},
+    {"OPENBLAS_CORETYPE", "Haswell"},
+};
+// The earlier pin, MKL's AVX2 branch: the same bits on Intel CPUs only; kept so that runs
+// recorded with it can still be verified and resumed there.
+const std::vector<Pin> kAvx2Pins = {
     {"MKL_CBWR", "AVX2,STRICT"},
     // Without it, MKL_ENABLE_INSTRUCTIONS=AVX512 in the environment changes MKL's bits although
     // its CNR branch still reads AVX2 (seen with MKL 2024.2 on an AVX-512 Xeon).
@@ -29,7 +40,8 @@ constexpr Pin kPins[] = {
     {"ONEDNN_MAX_CPU_ISA", "AVX2"},
     {"OPENBLAS_CORETYPE", "Haswell"},
 };
-// MKL's CNR constants: its AVX2 branch, and the strict flag.
+// MKL's CNR constants: its COMPATIBLE and AVX2 branches, and the strict flag.
+constexpr int kMklCbwrCompatible = 3;
 constexpr int kMklCbwrAvx2 = 10;
 constexpr int kMklCbwrStrict = 0x10000;
 // Set by the re-executed process, so a pin that does not hold cannot loop.
@@ -97,16 +109,17 @@ bool cpu_runs_pinned_level() {
 void pin_cpu_numerics(char** argv) {
   const std::string mode = numerics_mode();
   if (mode == "native") return;
-  if (mode != kPinnedCpuNumerics) {
+  if (mode != kPinnedCpuNumerics && mode != kAvx2CpuNumerics) {
     std::fprintf(stderr,
-                 "wit: WIT_CPU_NUMERICS=%s: expected avx2 (the default: the same bits on every "
-                 "x86-64 CPU with AVX2) or native (this CPU's own kernels)\n",
+                 "wit: WIT_CPU_NUMERICS=%s: expected portable (the default: the same bits on "
+                 "every x86-64 CPU with AVX2, Intel or AMD), avx2 (MKL's AVX2 branch, for runs "
+                 "recorded with it; Intel CPUs only) or native (this CPU's own kernels)\n",
                  mode.c_str());
     std::exit(2);
   }
   if (!cpu_runs_pinned_level()) return;  // recorded as native by the facts
   bool differs = false;
-  for (const Pin& p : kPins) {
+  for (const Pin& p : mode == kAvx2CpuNumerics ? kAvx2Pins : kPortablePins) {
     const char* now = std::getenv(p.name);
     if (now && std::strcmp(now, p.value) == 0) continue;
     if (now && *now && !std::getenv(kReexecMarker))
@@ -129,12 +142,22 @@ nlohmann::json cpu_numerics_facts() {
   const char* onednn = std::getenv("ONEDNN_MAX_CPU_ISA");
   const char* mkl_isa = std::getenv("MKL_ENABLE_INSTRUCTIONS");
   const int cbwr = mkl_cbwr();
-  // Pinned only when what the libraries run is the pin: MKL's AVX2 branch (strict) and ISA, or
-  // no MKL; ATen's AVX2 kernels; oneDNN capped at AVX2.
-  const bool mkl_pinned = cbwr == -1 || (cbwr == (kMklCbwrAvx2 | kMklCbwrStrict) && mkl_isa &&
-                                         std::string(mkl_isa) == "AVX2");
-  const bool pinned = mkl_pinned && aten == "AVX2" && onednn && std::string(onednn) == "AVX2";
-  return {{"numerics", pinned ? kPinnedCpuNumerics : "native"},
+  // Pinned only when what the libraries run is a pin: MKL's strict COMPATIBLE (portable) or AVX2
+  // branch with its ISA held to AVX2, or no MKL (then the mode asked for); ATen's AVX2 kernels;
+  // oneDNN capped at AVX2.
+  const bool mkl_isa_held = mkl_isa && std::string(mkl_isa) == "AVX2";
+  std::string mkl_pin;
+  if (cbwr == -1)
+    mkl_pin = numerics_mode();
+  else if (mkl_isa_held && cbwr == (kMklCbwrCompatible | kMklCbwrStrict))
+    mkl_pin = kPinnedCpuNumerics;
+  else if (mkl_isa_held && cbwr == (kMklCbwrAvx2 | kMklCbwrStrict))
+    mkl_pin = kAvx2CpuNumerics;
+  const bool rest_pinned = aten == "AVX2" && onednn && std::string(onednn) == "AVX2";
+  const std::string numerics =
+      rest_pinned && (mkl_pin == kPinnedCpuNumerics || mkl_pin == kAvx2CpuNumerics) ? mkl_pin
+                                                                                     : "native";
+  return {{"numerics", numerics},
           {"cpu", cpu_model_name()},
           {"cpu_vendor", cpu_vendor()},
           {"cpu_isa", widest_isa()},
@@ -149,7 +172,7 @@ nlohmann::json cpu_numerics_key(const nlohmann::json& f, const std::string& libt
     key["numerics"] = "unrecorded";
     return key;
   }
-  const bool pinned = f["numerics"] == kPinnedCpuNumerics;
+  const bool pinned = f["numerics"] != "native";
   const std::vector<const char*> keys =
       pinned ? std::vector<const char*>{"numerics", "aten", "mkl_cbwr"}
              : std::vector<const char*>{"numerics", "cpu", "cpu_isa", "aten", "mkl_cbwr"};
@@ -164,7 +187,7 @@ std::string describe_cpu_numerics(const nlohmann::json& key) {
     if (!key.contains(k)) return std::string("?");
     return key[k].is_string() ? key[k].get<std::string>() : key[k].dump();
   };
-  if (v("numerics") == kPinnedCpuNumerics)
+  if (v("numerics") == kPinnedCpuNumerics || v("numerics") == kAvx2CpuNumerics)
     return fmt::format("a CPU with numerics pinned to {} (ATen {}, MKL branch {}), libtorch {}",
                        v("numerics"), v("aten"), v("mkl_cbwr"), v("libtorch"));
   if (v("numerics") == "native")

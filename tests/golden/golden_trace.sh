@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The golden trace at N = 1, N = 2 DDP and N = 2 FSDP against golden_trace.expected: every
 # step's loss bits, the final weights, the step records' chain head and the final state hash.
-# The bits are those of the pinned CPU numerics (trainer/cpu_numerics.h: MKL's AVX2 branch,
-# ATen's AVX2 kernels, oneDNN at most AVX2), which every x86-64 CPU with AVX2 and FMA gives; the
-# trace is also run under every code path this machine can be forced into by the libraries'
-# environment (MKL held to AVX2 as on an AVX2-only CPU or allowed AVX-512, other CNR branches,
-# ATen's generic or AVX-512 kernels, oneDNN at SSE4.1, OpenBLAS's Sandybridge kernels), each of
-# which gives other bits unpinned; the pin replaces them and the bits must be the golden ones.
+# The bits are those of the pinned CPU numerics (trainer/cpu_numerics.h, portable: MKL's
+# COMPATIBLE branch, ATen's AVX2 kernels, oneDNN at most AVX2), which every x86-64 CPU with AVX2
+# and FMA gives, Intel or AMD; the trace is also run under every code path this machine can be
+# forced into by the libraries' environment (MKL held to AVX2 or allowed AVX-512, its AVX2 and
+# AVX-512 branches, ATen's generic or AVX-512 kernels, oneDNN at SSE4.1, OpenBLAS's Sandybridge
+# kernels); the pin replaces them and the bits must be the golden ones.
 # A CPU without AVX2/FMA cannot run the pin: skipped.
 # Usage: golden_trace.sh WIT_BINARY GOLDEN_TRACE_BINARY SOURCE_DIR
 set -euo pipefail
@@ -46,7 +46,7 @@ $mpirun 2 "$trace" "$work/data" fsdp "$cfg" staged >"$work/fsdp2s"
 check "N=2 FSDP, staged" "$work/fsdp2s"
 # Forced code paths, N = 1: what another CPU (or a user's environment) would make of this one.
 for forced in "MKL_ENABLE_INSTRUCTIONS=AVX2" "MKL_ENABLE_INSTRUCTIONS=AVX512" \
-              "ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SSE41" \
+              "ATEN_CPU_CAPABILITY=default MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=SSE41" \
               "ATEN_CPU_CAPABILITY=avx512 MKL_CBWR=AVX512" "OPENBLAS_CORETYPE=Sandybridge"; do
   env $forced "$trace" "$work/data" ddp "$cfg" >"$work/forced" 2>/dev/null
   check "N=1 under $forced" "$work/forced"

@@ -47,8 +47,14 @@ if(NOT _wit_gpu_missing)
   find_path(WIT_NCCL_INCLUDE_DIR nccl.h
     HINTS ${WIT_NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
     PATH_SUFFIXES include)
+  # The library beside the header first: a wheel's NCCL ships libnccl.so.2 alone, which a plain
+  # search for "nccl" passes over for another NCCL installed elsewhere.
+  if(WIT_NCCL_ROOT)
+    find_library(WIT_NCCL_LIBRARY NAMES nccl libnccl.so.2 PATHS ${WIT_NCCL_ROOT}
+      PATH_SUFFIXES lib lib64 NO_DEFAULT_PATH)
+  endif()
   find_library(WIT_NCCL_LIBRARY nccl
-    HINTS ${WIT_NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR}
+    HINTS ${CUDAToolkit_LIBRARY_DIR}
     PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
   if(NOT WIT_NCCL_INCLUDE_DIR)
     set(_wit_gpu_missing "no nccl.h found; set WIT_NCCL_ROOT")

@@ -15,12 +15,12 @@ namespace {
 
 constexpr uint64_t kDownloadPiece = 16 << 20;
 
-Response json(int status, const nlohmann::json& j) {
+Response json_response(int status, const nlohmann::json& j) {
   return {status, "application/json", j.dump(2) + "\n"};
 }
 
 Response api_error(int status, const std::string& message) {
-  return json(status, {{"error", message}});
+  return json_response(status, {{"error", message}});
 }
 
 }  // namespace
@@ -123,7 +123,7 @@ Response Site::file(const Request& r, const std::string& path) const {
                    {hex, who, int64_t(*size), utc_now()});
       }
       const uint64_t at = files_.begin(sha, *size);
-      return json(200, {{"sha256", hex}, {"size", *size}, {"offset", at}, {"complete", files_.has(sha)}});
+      return json_response(200, {{"sha256", hex}, {"size", *size}, {"offset", at}, {"complete", files_.has(sha)}});
     }
     const auto offset = number(query_value(r.target, "offset"));
     if (!offset) return api_error(400, "PUT /api/files/SHA256 needs ?offset=BYTE");
@@ -133,7 +133,7 @@ Response Site::file(const Request& r, const std::string& path) const {
       files_.finish(sha);
       complete = true;
     }
-    return json(200, {{"sha256", hex}, {"offset", at}, {"complete", complete}});
+    return json_response(200, {{"sha256", hex}, {"offset", at}, {"complete", complete}});
   } catch (const Error& e) {
     // A hash that does not match what arrived is unprocessable; anything else a bad request.
     const std::string what = e.what();
@@ -207,7 +207,7 @@ Response Site::jobs(const Request& r, const std::string& path) const {
         for (const auto& [name, sha] : job->files)
           if (const auto f = files_.path_of(digest_from_hex(sha, name)))
             job->sizes[name] = std::filesystem::file_size(*f);
-      return json(200, {{"job", job ? job_json(*job) : nlohmann::json(nullptr)}});
+      return json_response(200, {{"job", job ? job_json(*job) : nlohmann::json(nullptr)}});
     }
     const std::string rest = path.substr(10);  // ID/renew or ID/report
     const size_t slash = rest.find('/');
@@ -215,7 +215,7 @@ Response Site::jobs(const Request& r, const std::string& path) const {
     const std::string id = rest.substr(0, slash), action = rest.substr(slash + 1);
     if (action == "renew") {
       if (!q.renew(id, p->id)) return api_error(409, fmt::format("job {} is not leased to you", id));
-      return json(200, {{"job", id}, {"renewed", true}});
+      return json_response(200, {{"job", id}, {"renewed", true}});
     }
     if (action == "report") {
       if (!body.contains("passed") || !body["passed"].is_boolean() || !body.contains("detail") ||
@@ -225,7 +225,7 @@ Response Site::jobs(const Request& r, const std::string& path) const {
                        body.contains("seconds") && body["seconds"].is_number() ? body["seconds"].get<double>() : 0.0,
                        body.contains("evidence") && body["evidence"].is_string() ? body["evidence"].get<std::string>() : ""};
       q.report(id, p->id, worker, res);
-      return json(200, {{"job", id}, {"reported", true}});
+      return json_response(200, {{"job", id}, {"reported", true}});
     }
     return api_error(404, fmt::format("no such API path: {}", path));
   } catch (const Error& e) {
@@ -251,7 +251,7 @@ Response Site::entry_api(const Request& r, const std::string& path) const {
     try {
       JobQueue q(db_, v_.policy, key_);
       const auto drawn = q.rechallenge(id, body["count"].get<int64_t>(), p->id);
-      return json(200, {{"entry", id}, {"drawn_segments", drawn}});
+      return json_response(200, {{"entry", id}, {"drawn_segments", drawn}});
     } catch (const Error& e) {
       return api_error(400, e.what());
     }
@@ -261,14 +261,14 @@ Response Site::entry_api(const Request& r, const std::string& path) const {
   if (sub.empty()) {
     const auto e = entry_with_verification(id, true);
     if (e.is_null()) return api_error(404, fmt::format("no entry '{}'", id));
-    return json(200, e);
+    return json_response(200, e);
   }
   if (sub == "certificate") {
     if (!entry_by_id(db_, id)) return api_error(404, fmt::format("no entry '{}'", id));
     JobQueue q(db_, v_.policy, key_);
     const auto c = q.certificate(id);
     if (!c) return api_error(404, fmt::format("entry {} is not certified", id));
-    return json(200, *c);
+    return json_response(200, *c);
   }
   return api_error(404, fmt::format("no such API path: {}", path));
 }
@@ -289,7 +289,7 @@ Response Site::participants(const Request& r, const std::string& path) const {
         return api_error(400, "a new participant is {\"name\": NAME, \"admin\": false}");
       const bool admin = body.contains("admin") && body["admin"].is_boolean() && body["admin"].get<bool>();
       const std::string token = add_participant(db_, body["name"], admin);
-      return json(201, {{"name", body["name"]}, {"admin", admin}, {"token", token}});
+      return json_response(201, {{"name", body["name"]}, {"admin", admin}, {"token", token}});
     }
     const std::string rest = path.substr(std::string("/api/participants/").size());
     const size_t slash = rest.find('/');
@@ -300,7 +300,7 @@ Response Site::participants(const Request& r, const std::string& path) const {
       if (rows.empty()) return api_error(404, fmt::format("no participant '{}'", name));
       JobQueue q(db_, v_.policy, key_);
       if (!q.reinstate(rows[0].text(0))) return api_error(400, fmt::format("{}'s worker was not revoked", name));
-      return json(200, {{"name", name}, {"worker_revoked", false}});
+      return json_response(200, {{"name", name}, {"worker_revoked", false}});
     }
     return api_error(404, fmt::format("no such API path: {}", path));
   } catch (const Error& e) {
@@ -330,7 +330,7 @@ Response Site::register_key(const Request& r) const {
   } catch (const Error& e) {
     return api_error(400, e.what());
   }
-  return json(200, {{"participant", p->name}, {"trainer_key", *key_hex}, {"key_id", witness::key_id(key)},
+  return json_response(200, {{"participant", p->name}, {"trainer_key", *key_hex}, {"key_id", witness::key_id(key)},
                     {"registered", true}});
 }
 
@@ -351,7 +351,7 @@ Response Site::handle(const Request& r) const {
       // Published files never change, so the audit reads them without holding up uploads.
       const Intake intake{v_.policy, v_.checks, v_.datasets, v_.work_dir, db_mutex_};
       nlohmann::json e = submit_entry(db_, files_, tracks_, key_, *p, s, intake);
-      return json(201, e);
+      return json_response(201, e);
     } catch (const Error& e) {
       return api_error(400, e.what());
     }
@@ -371,7 +371,7 @@ Response Site::handle(const Request& r) const {
     if (!p) return api_error(401, "unknown token");
     std::lock_guard<std::mutex> lock(db_mutex_);
     JobQueue q(db_, v_.policy, key_);
-    return json(200, {{"id", p->id},
+    return json_response(200, {{"id", p->id},
                       {"name", p->name},
                       {"admin", p->admin},
                       {"board_key", to_hex(key_.public_key().data(), key_.public_key().size())},
@@ -383,12 +383,12 @@ Response Site::handle(const Request& r) const {
   if (path == "/api/certificates/status") {
     std::lock_guard<std::mutex> lock(db_mutex_);
     JobQueue q(db_, v_.policy, key_);
-    return json(200, q.status_list());
+    return json_response(200, q.status_list());
   }
   if (path == "/api/tracks") {
     nlohmann::json list = nlohmann::json::array();
     for (const Track& t : tracks_) list.push_back(track_json(t));
-    return json(200, {{"tracks", list}});
+    return json_response(200, {{"tracks", list}});
   }
   if (path.rfind("/api/tracks/", 0) == 0) {
     const std::string id = path.substr(12);
@@ -397,7 +397,7 @@ Response Site::handle(const Request& r) const {
     nlohmann::json j = track_json(*t);
     std::lock_guard<std::mutex> lock(db_mutex_);
     j["entries"] = ranked_entries(id);
-    return json(200, j);
+    return json_response(200, j);
   }
   if (api) return api_error(404, fmt::format("no such API path: {}", path));
   if (path == "/") {

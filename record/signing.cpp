@@ -23,7 +23,9 @@ namespace wit::witness {
 
 namespace fs = std::filesystem;
 
-namespace {
+// OpenSSL handles owned by unique_ptr, in a named namespace: SigningKey::Impl holds one, and a
+// member's type from an anonymous namespace would differ between translation units.
+namespace openssl_handles {
 
 struct PkeyFree {
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
@@ -37,6 +39,14 @@ struct BioFree {
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
 using BioPtr = std::unique_ptr<BIO, BioFree>;
+
+}  // namespace openssl_handles
+
+using openssl_handles::BioPtr;
+using openssl_handles::MdCtxPtr;
+using openssl_handles::PkeyPtr;
+
+namespace {
 
 // The oldest queued OpenSSL error as text; clears the queue so later calls start clean.
 std::string openssl_error() {

@@ -480,8 +480,12 @@ TEST(TensorBoard, Crc32cIsCastagnolisAndEventFilesAreFramedRecords) {
     std::memcpy(&stored, bytes.data() + at + 12 + n, 4);
     const uint32_t c = crc32c(data);
     EXPECT_EQ(stored, ((c >> 15) | (c << 17)) + 0xa282ead8u);
-    if (records == 0) EXPECT_NE(data.find("brain.Event:2"), std::string::npos);
-    if (records == 1) EXPECT_NE(data.find("train/loss"), std::string::npos);
+    if (records == 0) {
+      EXPECT_NE(data.find("brain.Event:2"), std::string::npos);
+    }
+    if (records == 1) {
+      EXPECT_NE(data.find("train/loss"), std::string::npos);
+    }
     at += 16 + n;
     ++records;
   }

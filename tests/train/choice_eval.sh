@@ -5,18 +5,8 @@
 # resume; a missing or other file is an error asking for it, an inflated score is rejected, and
 # a bad file is refused naming its line.
 # Usage: choice_eval.sh WIT_BINARY LIAR_BINARY SOURCE_DIR
-set -uo pipefail
-wit=$1
-liar=$2
-src=$3
-fail() { echo "FAIL: $*"; exit 1; }
-python="$src/deps/venv/bin/python"
-work=$(mktemp -d /tmp/wit-choice-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export WIT_SIGNING_KEY="$work/key.pem" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
-"$wit" keygen --out "$work/verifier.pem" >/dev/null
-"$wit" prepare --out "$work/data" >/dev/null || fail "prepare"
+wit=$1 liar=$2 src=$3
+source "$(dirname "$0")/setup.sh"
 "$src/tests/train/kjv_choice.py" "$work/kjv.jsonl" 40 || fail "writing the set"
 small=(--set data.dir="$work/data" --set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64
        --set data.seq_len=64 --set train.micro_batch_size=8 --set train.eval_every=20

@@ -5,17 +5,8 @@
 # error asking for them, never a certificate. A model saved by transformers (GPT2LMHeadModel,
 # "transformer." names) starts a run too; one of another shape is refused naming the tensor.
 # Usage: init_from.sh WIT_BINARY SOURCE_DIR
-set -uo pipefail
-wit=$1
-src=$2
-fail() { echo "FAIL: $*"; exit 1; }
-python="$src/deps/venv/bin/python"
-work=$(mktemp -d /tmp/wit-init-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export WIT_SIGNING_KEY="$work/key.pem" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-"$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null
-"$wit" keygen --out "$work/verifier.pem" >/dev/null
-"$wit" prepare --out "$work/data" >/dev/null || fail "prepare"
+wit=$1 src=$2
+source "$(dirname "$0")/setup.sh"
 small=(--set data.dir="$work/data" --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32
        --set data.seq_len=32 --set train.micro_batch_size=4 --set train.eval_every=0 --set train.threads=1)
 first_loss() { grep -m1 '"loss"' "$1/metrics.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/'; }

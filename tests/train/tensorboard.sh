@@ -3,15 +3,10 @@
 # deps/venv): the training and val scalars are there, at the steps and with the values of
 # metrics.jsonl.
 # Usage: tensorboard.sh WIT_BINARY SOURCE_DIR
-set -uo pipefail
-wit=$1 src=$2 python=$2/deps/venv/bin/python
-fail() { echo "FAIL: $*"; exit 1; }
-work=$(mktemp -d /tmp/wit-tensorboard-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export WIT_SIGNING_KEY="$work/key.pem"
+wit=$1 src=$2
+source "$(dirname "$0")/setup.sh"
 "$python" -c "import tensorboard" 2>/dev/null || fail "tensorboard (PyPI) is missing from deps/venv: run launch/install-deps"
-"$wit" prepare --out "$work/kjv" >/dev/null || fail prepare
-"$wit" train "$src/configs/tiny.yaml" --set data.dir="$work/kjv" --set model.n_layer=1 --set model.n_embd=32 \
+"$wit" train "$src/configs/tiny.yaml" --set data.dir="$work/data" --set model.n_layer=1 --set model.n_embd=32 \
   --set model.n_head=2 --set train.steps=20 --set train.log_every=5 --set train.eval_every=10 \
   --set train.checkpoint_every=10 --out "$work/run" -q >/dev/null || fail train
 ls "$work/run/tensorboard/"events.out.tfevents.* >/dev/null 2>&1 || fail "no event file in RUN/tensorboard"

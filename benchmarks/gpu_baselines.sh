@@ -5,6 +5,8 @@
 #   witness A/B     witnessing on vs off, paired, --pairs pairs (wit_bench_witness)
 #   determinism     the plain step with torch's deterministic algorithms off, against on
 #   verify cost     replayed step time over trained step time, checkpoint load over a step
+#   reference       the same GPT in plain PyTorch (benchmarks/torch_reference.py), eager and
+#                   torch.compile, same shapes: wit's witnessed tokens/s over each
 #   same seed       two runs from the same seed: their witness chain heads must be identical
 #   two processes   N = 2 on the one GPU against N = 1 (refused where the backend cannot do it)
 #   scales          gpt2-350m, 774m, 1.5b and gpt-2b: tokens/s, MFU, witnessing parts as % of a
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --pairs) pairs=$2; shift 2 ;;
     --rehearse) rehearse=1; shift ;;
     --build) given_build=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_baselines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,6 +79,29 @@ say "plain step with deterministic algorithms off"
   "${compute[@]}" "${base[@]}" >"$out/nondeterministic.log" 2>&1 ||
   say "the nondeterministic run failed (see $out/nondeterministic.log)"
 grep '^json: ' "$out/nondeterministic.log" | sed 's/^json: //' >"$results/nondeterministic.json" || true
+
+# --- the peer: the same GPT in plain PyTorch, eager and torch.compile ------------------------------
+# Same config, shapes, optimizer and precision as the witness A/B just before it.
+say "the PyTorch reference (benchmarks/torch_reference.py), eager and torch.compile"
+py=python3
+[ -x deps/venv/bin/python ] && py=deps/venv/bin/python
+modes=(eager compile)
+if [ $rehearse = 1 ]; then
+  ref=(--device cpu --precision fp32 --warmup 1 --steps 2)
+  # torch.compile on the CPU compiles C++ against Python's headers, which a bare node may lack.
+  if ! "$py" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    modes=(eager)
+    say "torch.compile not rehearsed: this python has no Python.h"
+  fi
+else
+  ref=(--device cuda --precision bf16 --warmup 3 --steps 10)
+fi
+for mode in "${modes[@]}"; do
+  "$py" benchmarks/torch_reference.py "$config" "${base[@]}" "${ref[@]}" --mode $mode \
+    >"$out/reference_$mode.log" 2>&1 ||
+    { tail -3 "$out/reference_$mode.log"; say "the $mode reference failed"; [ $rehearse = 0 ] || exit 1; }
+  grep '^json: ' "$out/reference_$mode.log" | sed 's/^json: //' >"$results/reference_$mode.json" || true
+done
 
 # --- the same seed twice --------------------------------------------------------------------------
 say "two runs from the same seed"
@@ -142,6 +167,7 @@ s["check"] = json.load(open(os.path.join(out, "check", "gpu-check.json")))
 ab = load("witness_ab.json")
 s["witness_ab"] = ab
 nd = load("nondeterministic.json")
+s["reference"] = {mode: load(f"reference_{mode}.json") for mode in ("eager", "compile")}
 s["determinism"] = ({"deterministic_plain_s": ab["plain_s"], "nondeterministic_plain_s": nd["plain_s"],
                      "cost": ab["plain_s"] / nd["plain_s"] - 1} if ab and nd else None)
 v = open(os.path.join(out, "check", "verify.log")).read()
@@ -173,6 +199,10 @@ c = s["check"]
 print(f"| {base} | tokens/s, MFU (witnessing on) | {fmt(c.get('tokens_per_s_median'), '{:.0f}')}, {fmt(100 * c['mfu_median'] if c.get('mfu_median') else None)} % | MFU >= 40 % |")
 if ab:
     print(f"| {base} | witnessing on vs off, {ab['pairs']} pairs | {100 * (ab['pair_ratio'] - 1):+.2f} % [{100 * (ab['pair_lo'] - 1):+.1f}, {100 * (ab['pair_hi'] - 1):+.1f}] | <= 1 % |")
+for mode, r in s["reference"].items():
+    if r and ab:
+        wit_tps = r["tokens_per_step"] / ab["witnessed_s"]
+        print(f"| {base} | wit (witnessed) vs PyTorch {mode}: tokens/s | {wit_tps:.0f} vs {r['tokens_per_s']:.0f}: {wit_tps / r['tokens_per_s']:.2f}x | >= 1.0x compile |")
 if s["determinism"]:
     print(f"| {base} | deterministic algorithms on vs off | {100 * s['determinism']['cost']:+.1f} % | report |")
 if "verify" in s:

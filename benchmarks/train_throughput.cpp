@@ -40,15 +40,11 @@ double median(std::vector<double> v) {
 
 Result measure(const std::string& name, const fs::path& config, std::vector<std::string> sets,
                const fs::path& data_dir, int steps) {
-  sets.push_back("data.dir=" + data_dir.string());
   sets.push_back("train.threads=1");
-  auto cfg = wit::config::Config::load(config, wit::run_schema(), sets);
-  const auto rc = wit::run_config_from(cfg);
-  const auto ds = wit::data::Dataset::open(rc.data.dir);
-  const wit::RunPlan plan(rc, ds);
-  auto single = wit::dist::make_single_process();
-  auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *single);
-  layout->init(1);
+  wit::bench::BenchRun run(config, sets, data_dir);
+  const wit::RunConfig& rc = run.rc;
+  const wit::RunPlan& plan = run.plan;
+  auto& layout = run.layout;
   wit::train_step(*layout, plan.context());  // warm-up: allocations, first-touch
   const double tokens = double(rc.tokens_per_step());
   const double flops_per_step = wit::model::gpt_flops_per_token(rc.model, rc.data.seq_len) * tokens;

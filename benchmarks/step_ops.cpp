@@ -1,0 +1,135 @@
+// The ATen operations one training step issues, counted through libtorch's RecordFunction hooks
+// while the real step (the function `wit train` calls) runs. On a GPU every kernel-shaped
+// operation (one that is not a view and calls no other kernel-shaped one) is a kernel launch, and every
+// aten::_local_scalar_dense (Tensor::item) makes the host wait for the device; the counts are a
+// property of the step's code, not of the hardware, so the CPU build measures them (a copy to
+// the host, which waits too, is invisible on the CPU path). Work on the GPU step (fused kernels, CUDA graphs, no host
+// waits inside the step) shows here as smaller counts, with the same bits.
+//
+//   build/benchmarks/wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]
+//   (default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences; the counts do
+//   not depend on the widths, only on the layers and micro-batches)
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "benchmarks/bench_data.h"
+#include "trainer/cpu_numerics.h"
+#include "trainer/runtime.h"
+#include "trainer/step.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Operations by name: all of them; those called from no other operation (top level); and the
+// kernel-shaped ones: ATen operations that are not views, metadata or no-ops and call no other
+// kernel-shaped operation, which on a GPU launch a kernel each.
+struct Counts {
+  std::mutex mu;
+  std::map<std::string, int64_t> all, top, kernels;
+};
+Counts counts;
+thread_local std::vector<bool> below_kernel;  // per operation in flight: called a kernel-shaped one
+
+bool is_view_or_metadata(const std::string& name) {
+  static const std::set<std::string> views = {
+      "aten::alias",      "aten::as_strided", "aten::chunk",        "aten::detach",
+      "aten::empty",      "aten::empty_like", "aten::empty_strided", "aten::expand",
+      "aten::narrow",     "aten::permute",    "aten::reshape",      "aten::_reshape_alias",
+      "aten::resize_",    "aten::select",     "aten::slice",        "aten::split",
+      "aten::squeeze",    "aten::t",          "aten::transpose",    "aten::unsqueeze",
+      "aten::unsafe_view", "aten::_unsafe_view", "aten::view",      "aten::lift_fresh",
+      "aten::resolve_conj", "aten::resolve_neg", "aten::to",        "aten::contiguous"};
+  return views.count(name) > 0;
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  const std::string name = fn.name();
+  {
+    std::lock_guard<std::mutex> lock(counts.mu);
+    counts.all[name] += 1;
+    if (below_kernel.empty()) counts.top[name] += 1;
+  }
+  below_kernel.push_back(false);
+  return nullptr;
+}
+
+void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
+  const bool above = below_kernel.back();
+  below_kernel.pop_back();
+  const std::string name = fn.name();
+  const bool kernel = !above && name.rfind("aten::", 0) == 0 && !is_view_or_metadata(name);
+  if (kernel) {
+    std::lock_guard<std::mutex> lock(counts.mu);
+    counts.kernels[name] += 1;
+  }
+  if ((kernel || above) && !below_kernel.empty()) below_kernel.back() = true;
+}
+
+int64_t total(const std::map<std::string, int64_t>& m) {
+  int64_t n = 0;
+  for (auto& [name, c] : m) n += c;
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
+  fs::path data = "data/kjv";
+  fs::path config = fs::path(WIT_SOURCE_DIR) / "configs" / "gpt2-124m.yaml";
+  std::vector<std::string> sets = {"data.seq_len=64", "model.context=64", "train.micro_batches=2",
+                                   "train.micro_batch_size=2"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--data" || a == "--config" || a == "--set") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (a == "--data") data = v;
+      if (a == "--config") config = v;
+      if (a == "--set") sets.push_back(v);
+    } else {
+      fmt::print(stderr,
+                 "wit_bench_step_ops: error: unknown argument {} (usage: wit_bench_step_ops "
+                 "[--data DIR] [--config FILE] [--set KEY=VALUE ...])\n",
+                 a);
+      return 2;
+    }
+  }
+  try {
+    wit::set_compute_threads(1);
+    wit::bench::BenchRun run(config, sets, wit::bench::prepared_dataset(data));
+    const wit::RunConfig& rc = run.rc;
+    wit::train_step(*run.layout, run.plan.context());  // warm-up: first calls are not the step's
+    const auto handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(on_enter, on_exit).scopes({at::RecordScope::FUNCTION}));
+    wit::train_step(*run.layout, run.plan.context());
+    at::removeCallback(handle);
+    const int64_t reads = counts.all["aten::_local_scalar_dense"];
+    fmt::print("{}: {} layers, {} micro-batches of {} x {} tokens\n", config.filename().string(),
+               rc.model.n_layer, rc.train.micro_batches, rc.train.micro_batch_size,
+               rc.data.seq_len);
+    fmt::print("one step: {} kernel-shaped ATen operations; {} top-level operations ({} in all, "
+               "nested included); {} reads of a tensor's value by the host (Tensor::item)\n",
+               total(counts.kernels), total(counts.top), total(counts.all), reads);
+    std::vector<std::pair<int64_t, std::string>> most;
+    for (auto& [name, c] : counts.kernels) most.push_back({c, name});
+    std::sort(most.rbegin(), most.rend());
+    fmt::print("\nthe most frequent kernel-shaped operations:\n");
+    for (size_t i = 0; i < most.size() && i < 15; ++i)
+      fmt::print("  {:>7}  {}\n", most[i].first, most[i].second);
+    fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
+               "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}}}\n",
+               config.filename().string(), rc.model.n_layer, rc.train.micro_batches,
+               total(counts.kernels), total(counts.top), total(counts.all), reads);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The peer wit's GPU step is measured against: the same GPT-2 in plain PyTorch (nanoGPT's
+shape of model: pre-LayerNorm blocks, causal scaled-dot-product attention, tanh GELU, tied
+embeddings; AdamW, gradient clipping, gradient accumulation over micro-batches), eager or under
+torch.compile, with the shapes, optimizer settings and precision of a wit config. For
+benchmarking only: nothing here is witnessed or deterministic, and wit never imports it.
+
+The tokens are drawn uniformly from the vocabulary with a fixed seed (a dense model's step time
+does not depend on which tokens it reads). After --warmup steps (torch.compile compiles there),
+--steps steps are timed one by one, the device synchronised around each; the last line is
+  json: {"name", "mode", "tokens_per_step", "s_per_step", "tokens_per_s", "params",
+         "peak_device_bytes", "warmup_s"}
+with the median step.
+
+Usage: torch_reference.py CONFIG [--set KEY=VALUE ...] [--mode eager|compile] [--device cuda|cpu]
+                          [--precision bf16|fp32] [--steps N] [--warmup N] [--name NAME]
+"""
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import yaml
+
+
+def config_from(path, sets):
+    """A wit config (YAML) with --set KEY=VALUE overrides applied, as `wit train` reads them."""
+    with open(path) as f:
+        cfg = yaml.safe_load(f)
+    for s in sets:
+        if "=" not in s or "." not in s.split("=", 1)[0]:
+            sys.exit(f"torch_reference: --set {s}: expected SECTION.KEY=VALUE")
+        key, value = s.split("=", 1)
+        section, name = key.split(".", 1)
+        cfg.setdefault(section, {})[name] = yaml.safe_load(value)
+    return cfg
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc_proj = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.attn(self.ln_1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        d = m["n_embd"]
+        self.wte = nn.Embedding(m["vocab_size"], d)
+        self.wpe = nn.Embedding(m["context"], d)
+        self.blocks = nn.ModuleList(Block(d, m["n_head"]) for _ in range(m["n_layer"]))
+        self.ln_f = nn.LayerNorm(d)
+        # GPT-2's initialisation; the output head is the token embedding (tied).
+        for name, p in self.named_parameters():
+            if p.dim() == 1:
+                nn.init.zeros_(p) if name.endswith("bias") else nn.init.ones_(p)
+            else:
+                std = 0.02 / math.sqrt(2 * m["n_layer"]) if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, std=std)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = F.linear(self.ln_f(x), self.wte.weight)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--name", default="")
+    a = ap.parse_args()
+    if a.steps < 1 or a.warmup < 0:
+        sys.exit("torch_reference: --steps must be >= 1 and --warmup >= 0")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_reference: --device cuda, but this torch sees no GPU")
+    cfg = config_from(a.config, a.set)
+    m, tr, op = cfg["model"], cfg["train"], cfg["optim"]
+    T, B, M = cfg["data"]["seq_len"], tr["micro_batch_size"], tr["micro_batches"]
+    dev = torch.device(a.device)
+    torch.manual_seed(1)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    model = GPT(m).to(dev)
+    params = sum(p.numel() for p in model.parameters())
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": op["weight_decay"]}, {"params": rest, "weight_decay": 0.0}],
+        lr=op["lr"], betas=(op["beta1"], op["beta2"]), eps=op["eps"],
+        **({"fused": True} if a.device == "cuda" else {"foreach": True}))
+    step_model = torch.compile(model) if a.mode == "compile" else model
+    gen = torch.Generator(device="cpu").manual_seed(2)
+    batches = [torch.randint(0, m["vocab_size"], (B, T + 1), generator=gen).to(dev) for _ in range(M)]
+    autocast = torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        for mb in batches:
+            with autocast:
+                loss = step_model(mb[:, :-1], mb[:, 1:]) / M
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), op["grad_clip"])
+        opt.step()
+        return loss
+
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
+    if a.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for i in range(a.warmup):
+        step()
+        print(f"torch_reference: warm-up step {i + 1}/{a.warmup}", file=sys.stderr, flush=True)
+    sync()
+    warmup_s = time.perf_counter() - start
+    times = []
+    for i in range(a.steps):
+        sync()
+        t0 = time.perf_counter()
+        loss = step()
+        sync()
+        times.append(time.perf_counter() - t0)
+        print(f"torch_reference: step {i + 1}/{a.steps} {times[-1]:.3f} s, loss {loss.item() * M:.3f}",
+              file=sys.stderr, flush=True)
+    s = statistics.median(times)
+    tokens = B * T * M
+    out = {"name": a.name or f"torch-{a.mode}", "mode": a.mode, "tokens_per_step": tokens,
+           "s_per_step": s, "tokens_per_s": tokens / s, "params": params,
+           "peak_device_bytes": torch.cuda.max_memory_allocated() if a.device == "cuda" else None,
+           "warmup_s": warmup_s}
+    print(f"{out['name']}: {tokens} tokens/step, {s:.4f} s/step, {tokens / s:,.0f} tokens/s "
+          f"({params:,} parameters, warm-up {warmup_s:.1f} s)")
+    print("json: " + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

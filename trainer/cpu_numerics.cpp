@@ -47,6 +47,12 @@ constexpr int kMklCbwrStrict = 0x10000;
 // Set by the re-executed process, so a pin that does not hold cannot loop.
 constexpr const char* kReexecMarker = "WIT_CPU_NUMERICS_REEXEC";
 
+// Whether a numerics name is one of the pins (the same bits across CPU models), not "native" or
+// anything a log might hold instead.
+bool is_pin(const std::string& numerics) {
+  return numerics == kPinnedCpuNumerics || numerics == kAvx2CpuNumerics;
+}
+
 std::string numerics_mode() {
   const char* m = std::getenv("WIT_CPU_NUMERICS");
   return m && *m ? m : kPinnedCpuNumerics;
@@ -109,7 +115,7 @@ bool cpu_runs_pinned_level() {
 void pin_cpu_numerics(char** argv) {
   const std::string mode = numerics_mode();
   if (mode == "native") return;
-  if (mode != kPinnedCpuNumerics && mode != kAvx2CpuNumerics) {
+  if (!is_pin(mode)) {
     std::fprintf(stderr,
                  "wit: WIT_CPU_NUMERICS=%s: expected portable (the default: the same bits on "
                  "every x86-64 CPU with AVX2, Intel or AMD), avx2 (MKL's AVX2 branch, for runs "
@@ -154,9 +160,7 @@ nlohmann::json cpu_numerics_facts() {
   else if (mkl_isa_held && cbwr == (kMklCbwrAvx2 | kMklCbwrStrict))
     mkl_pin = kAvx2CpuNumerics;
   const bool rest_pinned = aten == "AVX2" && onednn && std::string(onednn) == "AVX2";
-  const std::string numerics =
-      rest_pinned && (mkl_pin == kPinnedCpuNumerics || mkl_pin == kAvx2CpuNumerics) ? mkl_pin
-                                                                                     : "native";
+  const std::string numerics = rest_pinned && is_pin(mkl_pin) ? mkl_pin : "native";
   return {{"numerics", numerics},
           {"cpu", cpu_model_name()},
           {"cpu_vendor", cpu_vendor()},
@@ -172,7 +176,8 @@ nlohmann::json cpu_numerics_key(const nlohmann::json& f, const std::string& libt
     key["numerics"] = "unrecorded";
     return key;
   }
-  const bool pinned = f["numerics"] != "native";
+  // Unsigned facts: only a known pin earns the short key; anything else is keyed by its CPU too.
+  const bool pinned = f["numerics"].is_string() && is_pin(f["numerics"].get<std::string>());
   const std::vector<const char*> keys =
       pinned ? std::vector<const char*>{"numerics", "aten", "mkl_cbwr"}
              : std::vector<const char*>{"numerics", "cpu", "cpu_isa", "aten", "mkl_cbwr"};
@@ -187,7 +192,7 @@ std::string describe_cpu_numerics(const nlohmann::json& key) {
     if (!key.contains(k)) return std::string("?");
     return key[k].is_string() ? key[k].get<std::string>() : key[k].dump();
   };
-  if (v("numerics") == kPinnedCpuNumerics || v("numerics") == kAvx2CpuNumerics)
+  if (is_pin(v("numerics")))
     return fmt::format("a CPU with numerics pinned to {} (ATen {}, MKL branch {}), libtorch {}",
                        v("numerics"), v("aten"), v("mkl_cbwr"), v("libtorch"));
   if (v("numerics") == "native")

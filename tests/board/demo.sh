@@ -13,7 +13,7 @@ grep -q "^  ranked$" "$work/out" || { cat "$work/out"; fail "the honest run is n
 grep -q "guarantee: the first and the last segment were replayed by the board, and 3 segment(s) drawn" "$work/out" ||
   { cat "$work/out"; fail "no guarantee"; }
 grep -q "(too good to be true) on kjv-tiny by shady-lab: struck$" "$work/out" || { cat "$work/out"; fail "the dishonest run is not struck"; }
-grep -q "struck: .*eval after step 60, field value: recomputed .*, the log says" "$work/out" ||
+grep -q "struck: .*eval after step 30, field value: recomputed .*, the log says" "$work/out" ||
   { cat "$work/out"; fail "the strike does not name the step and field"; }
 grep -q "the track's ranking:  http://127.0.0.1:[0-9]*/tracks/kjv-tiny" "$work/out" || fail "no URL"
 grep "struck:" "$work/out"

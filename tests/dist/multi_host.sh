@@ -58,11 +58,12 @@ on_host 1 mpirun --hostfile "$work/hosts2" -np 2 --bind-to none "$wit" "${verify
 grep -q "^CERTIFIED" "$work/v2.out" || fail "no CERTIFIED line on 2 hosts"
 grep -q "replayed bit for bit on 2 process(es)" "$work/v2.out" || fail "verify: not 2 processes"
 echo "h4: certified replaying on 1 process and on 2 hosts"
-# Faults, on a 40-step run. Each ends the job within a bound with a message naming the lost
+# Faults, on a 16-step run. Each ends the job within a bound with a message naming the lost
 # rank or host; the witness log stays valid; the run resumes on the remaining host (one
 # process) and ends with the same chain as an uninterrupted run.
-# Long enough (tenths of a second a step) that the run still goes on when a fault hits it at step 5.
-long=(--set data.dir="$work/data" --set train.steps=40 --set train.checkpoint_every=4
+# Long enough (about a second a step on the pinned CPU numerics) that the run still goes on when a
+# fault hits it at step 5, and short enough that each resume is quick.
+long=(--set data.dir="$work/data" --set train.steps=16 --set train.checkpoint_every=4
       --set train.eval_every=0 --set witness.fingerprint_every=4 --set train.threads=1)
 "$wit" train "$cfg" "${long[@]}" --out "$work/straight" -q >/dev/null || fail "uninterrupted run"
 straight=$(heads "$work/straight")

@@ -1,9 +1,12 @@
 // The ATen operations one training step issues, counted through libtorch's RecordFunction hooks
 // while the real step (the function `wit train` calls) runs. On a GPU every kernel-shaped
-// operation (one that is not a view and calls no other kernel-shaped one) is a kernel launch, and every
-// aten::_local_scalar_dense (Tensor::item) makes the host wait for the device; the counts are a
-// property of the step's code, not of the hardware, so the CPU build measures them (a copy to
-// the host, which waits too, is invisible on the CPU path). Work on the GPU step (fused kernels, CUDA graphs, no host
+// operation (one that is not a view and calls no other kernel-shaped one) is a kernel launch,
+// and every host read makes the host wait for the device: Tensor::item
+// (aten::_local_scalar_dense) and wit's own copies to the host (wit::to_host, trainer/host_read.h).
+// The counts are a property of the step's code, not of the hardware, so the CPU build measures
+// them. Then the same for the step's arithmetic as a GPU runs it (trainer/device_ops.h: AdamW,
+// the gradient norm, the weight sketch), run here on CPU tensors of the step's sizes: the CPU
+// step calls plain loops instead. Work on the GPU step (fused kernels, CUDA graphs, no host
 // waits inside the step) shows here as smaller counts, with the same bits.
 //
 //   build/benchmarks/wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]
@@ -21,6 +24,7 @@
 
 #include "benchmarks/bench_data.h"
 #include "trainer/cpu_numerics.h"
+#include "trainer/device_ops.h"
 #include "trainer/runtime.h"
 #include "trainer/step.h"
 
@@ -79,6 +83,29 @@ int64_t total(const std::map<std::string, int64_t>& m) {
   return n;
 }
 
+struct Tally {
+  int64_t kernels = 0, top = 0, all = 0, reads = 0;
+};
+
+// Runs `fn` with the hooks on; what it issued.
+template <class Fn>
+Tally count_ops(Fn&& fn) {
+  {
+    std::lock_guard<std::mutex> lock(counts.mu);
+    counts.all.clear();
+    counts.top.clear();
+    counts.kernels.clear();
+  }
+  const auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_enter, on_exit)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  fn();
+  at::removeCallback(handle);
+  std::lock_guard<std::mutex> lock(counts.mu);
+  return {total(counts.kernels), total(counts.top), total(counts.all),
+          counts.all["aten::_local_scalar_dense"] + counts.all["wit::to_host"]};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,27 +134,44 @@ int main(int argc, char** argv) {
     wit::bench::BenchRun run(config, sets, wit::bench::prepared_dataset(data));
     const wit::RunConfig& rc = run.rc;
     wit::train_step(*run.layout, run.plan.context());  // warm-up: first calls are not the step's
-    const auto handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(on_enter, on_exit).scopes({at::RecordScope::FUNCTION}));
-    wit::train_step(*run.layout, run.plan.context());
-    at::removeCallback(handle);
-    const int64_t reads = counts.all["aten::_local_scalar_dense"];
+    const Tally step = count_ops([&] { wit::train_step(*run.layout, run.plan.context()); });
     fmt::print("{}: {} layers, {} micro-batches of {} x {} tokens\n", config.filename().string(),
                rc.model.n_layer, rc.train.micro_batches, rc.train.micro_batch_size,
                rc.data.seq_len);
     fmt::print("one step: {} kernel-shaped ATen operations; {} top-level operations ({} in all, "
-               "nested included); {} reads of a tensor's value by the host (Tensor::item)\n",
-               total(counts.kernels), total(counts.top), total(counts.all), reads);
+               "nested included); {} host reads (Tensor::item and wit::to_host)\n",
+               step.kernels, step.top, step.all, step.reads);
     std::vector<std::pair<int64_t, std::string>> most;
     for (auto& [name, c] : counts.kernels) most.push_back({c, name});
     std::sort(most.rbegin(), most.rend());
     fmt::print("\nthe most frequent kernel-shaped operations:\n");
     for (size_t i = 0; i < most.size() && i < 15; ++i)
       fmt::print("  {:>7}  {}\n", most[i].first, most[i].second);
+
+    // The GPU path's arithmetic on the same sizes (copies: the run's state is not touched).
+    wit::Layout& L = *run.layout;
+    const int64_t n = L.local_count();
+    auto p = L.local_params().clone(), m = L.optimizer().m.clone(), v = L.optimizer().v.clone();
+    const auto g = p * 1e-3;
+    const auto segments = L.local_segments();
+    const wit::optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+    wit::adamw_update_by_ops(p, g, m, v, n, segments, 1, h);  // warm-up (builds what it keeps)
+    const Tally adamw = count_ops([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 2, h); });
+    const Tally norm = count_ops([&] { wit::grad_norm_partials_by_ops(g, n); });
+    const Tally sketch = count_ops([&] { wit::sketch_weights_by_ops(p.narrow(0, 0, n), 0); });
+    fmt::print("\nthe step's arithmetic as a GPU runs it ({} parameters, {} decay segments):\n", n,
+               segments.size());
+    fmt::print("  {:<34} {:>8} {:>11}\n", "", "kernels", "host reads");
+    fmt::print("  {:<34} {:>8} {:>11}\n", "AdamW update", adamw.kernels, adamw.reads);
+    fmt::print("  {:<34} {:>8} {:>11}\n", "gradient norm partials", norm.kernels, norm.reads);
+    fmt::print("  {:<34} {:>8} {:>11}\n", "weight sketch (when it runs)", sketch.kernels,
+               sketch.reads);
     fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
-               "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}}}\n",
-               config.filename().string(), rc.model.n_layer, rc.train.micro_batches,
-               total(counts.kernels), total(counts.top), total(counts.all), reads);
+               "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
+               "\"device_adamw\": [{}, {}], \"device_norm\": [{}, {}], \"device_sketch\": [{}, {}]}}\n",
+               config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
+               step.top, step.all, step.reads, adamw.kernels, adamw.reads, norm.kernels,
+               norm.reads, sketch.kernels, sketch.reads);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

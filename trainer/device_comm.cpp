@@ -59,7 +59,7 @@ torch::Tensor HostStagedCommunicator::bytes_at(const void* p, size_t bytes) cons
 }
 
 // A copy in host memory of the device bytes at p (a new buffer even when "device" is the CPU).
-static torch::Tensor to_host(const torch::Tensor& t) {
+static torch::Tensor host_copy(const torch::Tensor& t) {
   return t.to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
 }
 
@@ -68,7 +68,7 @@ void HostStagedCommunicator::reduce_scatter_canonical_v(float* data,
   if (!on_device(data)) return inner_.reduce_scatter_canonical_v(data, counts);
   const int64_t n = std::accumulate(counts.begin(), counts.end(), int64_t(0));
   auto dev = bytes_at(data, size_t(n) * sizeof(float));
-  auto host = to_host(dev);
+  auto host = host_copy(dev);
   inner_.reduce_scatter_canonical_v(reinterpret_cast<float*>(host.data_ptr<uint8_t>()), counts);
   dev.copy_(host);
 }
@@ -76,7 +76,7 @@ void HostStagedCommunicator::reduce_scatter_canonical_v(float* data,
 void HostStagedCommunicator::all_gather(float* data, int64_t n) {
   if (!on_device(data)) return inner_.all_gather(data, n);
   auto dev = bytes_at(data, size_t(n) * sizeof(float));
-  auto host = to_host(dev);
+  auto host = host_copy(dev);
   inner_.all_gather(reinterpret_cast<float*>(host.data_ptr<uint8_t>()), n);
   dev.copy_(host);
 }
@@ -86,7 +86,7 @@ void HostStagedCommunicator::all_gather_v(const float* mine, float* all,
   if (!on_device(all)) return inner_.all_gather_v(mine, all, counts);
   const int64_t n = std::accumulate(counts.begin(), counts.end(), int64_t(0));
   const int64_t m = counts.at(size_t(rank()));
-  auto host_mine = to_host(bytes_at(mine, size_t(m) * sizeof(float)));
+  auto host_mine = host_copy(bytes_at(mine, size_t(m) * sizeof(float)));
   auto host_all = torch::empty({n * int64_t(sizeof(float))}, torch::kUInt8);
   inner_.all_gather_v(reinterpret_cast<const float*>(host_mine.data_ptr<uint8_t>()),
                       reinterpret_cast<float*>(host_all.data_ptr<uint8_t>()), counts);
@@ -95,7 +95,7 @@ void HostStagedCommunicator::all_gather_v(const float* mine, float* all,
 
 void HostStagedCommunicator::send(const void* data, size_t bytes, int to) {
   if (!on_device(data)) return inner_.send(data, bytes, to);
-  auto host = to_host(bytes_at(data, bytes));
+  auto host = host_copy(bytes_at(data, bytes));
   inner_.send(host.data_ptr<uint8_t>(), bytes, to);
 }
 
@@ -108,7 +108,7 @@ void HostStagedCommunicator::recv(void* data, size_t bytes, int from) {
 
 void HostStagedCommunicator::all_gather_bytes(const void* mine, size_t bytes, void* all) {
   if (!on_device(all)) return inner_.all_gather_bytes(mine, bytes, all);
-  auto host_mine = to_host(bytes_at(mine, bytes));
+  auto host_mine = host_copy(bytes_at(mine, bytes));
   auto host_all = torch::empty({int64_t(bytes) * size()}, torch::kUInt8);
   inner_.all_gather_bytes(host_mine.data_ptr<uint8_t>(), bytes, host_all.data_ptr<uint8_t>());
   bytes_at(all, bytes * size_t(size())).copy_(host_all);
@@ -116,7 +116,7 @@ void HostStagedCommunicator::all_gather_bytes(const void* mine, size_t bytes, vo
 
 void HostStagedCommunicator::broadcast(void* data, size_t bytes, int root) {
   if (!on_device(data)) return inner_.broadcast(data, bytes, root);
-  auto host = to_host(bytes_at(data, bytes));
+  auto host = host_copy(bytes_at(data, bytes));
   inner_.broadcast(host.data_ptr<uint8_t>(), bytes, root);
   bytes_at(data, bytes).copy_(host);
 }

@@ -1,8 +1,12 @@
 #include "trainer/device_ops.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
+#include <tuple>
 
 #include "core/error.h"
+#include "trainer/host_read.h"
 
 namespace wit {
 
@@ -15,7 +19,8 @@ std::vector<double> grad_norm_partials_by_ops(const torch::Tensor& g, int64_t n)
   WIT_CHECK(n <= g.numel(), "norm of {} elements of a tensor of {}", n, g.numel());
   const int64_t C = optim::kNormChunk, chunks = (n + C - 1) / C;
   constexpr int64_t kChunksPerPiece = 256;  // 16M elements: bounds the fp64 temporary
-  std::vector<double> out(static_cast<size_t>(chunks));
+  // Every piece's sums stay on the device until the end: one copy to the host per call.
+  auto sums = torch::empty({chunks}, g.options().dtype(torch::kFloat64));
   for (int64_t c0 = 0; c0 < chunks; c0 += kChunksPerPiece) {
     const int64_t c1 = std::min(chunks, c0 + kChunksPerPiece);
     const int64_t lo = c0 * C, hi = std::min(n, c1 * C);
@@ -23,11 +28,10 @@ std::vector<double> grad_norm_partials_by_ops(const torch::Tensor& g, int64_t n)
     x.narrow(0, 0, hi - lo).copy_(g.narrow(0, lo, hi - lo));
     // Squares in double, summed per chunk over a fixed shape: no atomics, the same order on
     // every call.
-    auto sums = (x * x).view({c1 - c0, C}).sum(1).to(torch::kCPU).contiguous();
-    std::copy(sums.data_ptr<double>(), sums.data_ptr<double>() + (c1 - c0),
-              out.begin() + c0);
+    sums.narrow(0, c0, c1 - c0).copy_((x * x).view({c1 - c0, C}).sum(1));
   }
-  return out;
+  const auto host = to_host(sums);
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + chunks);
 }
 
 float clip_grads(torch::Tensor& g, int64_t n, double norm, float clip) {
@@ -46,22 +50,81 @@ void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, to
   adamw_update_by_ops(p, g, m, v, n, segments, t, h);
 }
 
+namespace {
+
+// The segments clipped to [0, n), when they tile one span [lo, hi) without gaps.
+std::optional<std::pair<int64_t, int64_t>> contiguous_span(
+    const std::vector<optim::DecaySegment>& segments, int64_t n) {
+  int64_t lo = -1, hi = -1;
+  for (const auto& s : segments) {
+    const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
+    if (sb >= se) continue;
+    if (lo < 0) lo = sb;
+    else if (sb != hi) return std::nullopt;
+    hi = se;
+  }
+  if (lo < 0) return std::nullopt;
+  return std::make_pair(lo, hi);
+}
+
+// Which elements of [lo, hi) decay, as a bool tensor on `device`: built once per layout and
+// kept (the segments are the model's, the same every step).
+const torch::Tensor& decay_mask(const std::vector<optim::DecaySegment>& segments, int64_t lo,
+                                int64_t hi, const torch::Device& device) {
+  struct Cached {
+    std::vector<std::tuple<int64_t, int64_t, bool>> key;
+    int64_t lo = 0, hi = 0;
+    torch::Device device{torch::kCPU};
+    torch::Tensor mask;
+  };
+  static thread_local Cached cache;
+  std::vector<std::tuple<int64_t, int64_t, bool>> key;
+  for (const auto& s : segments) key.emplace_back(s.begin, s.end, s.decay);
+  if (!cache.mask.defined() || cache.key != key || cache.lo != lo || cache.hi != hi ||
+      cache.device != device) {
+    auto mask = torch::zeros({hi - lo}, torch::kBool);
+    for (const auto& s : segments) {
+      const int64_t sb = std::max(lo, s.begin), se = std::min(hi, s.end);
+      if (sb < se && s.decay) mask.narrow(0, sb - lo, se - sb).fill_(true);
+    }
+    cache = {std::move(key), lo, hi, device, mask.to(device)};
+  }
+  return cache.mask;
+}
+
+}  // namespace
+
+// Elementwise, so one pass over the segments' whole span gives each element the bits the
+// per-segment form gives it: the decay factor is k.decay or 1 (x·1 = x exactly). One pass is
+// about a dozen kernels a step, the per-segment form a dozen per segment (~8 per layer).
 void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
                          torch::Tensor& v, int64_t n,
                          const std::vector<optim::DecaySegment>& segments, int64_t t,
                          const optim::Hyper& h) {
   torch::NoGradGuard no_grad;
   const optim::AdamWScalars k = optim::adamw_scalars(h, t);
-  for (const auto& s : segments) {
-    const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
-    if (sb >= se) continue;
+  const auto update = [&](int64_t sb, int64_t se, const std::function<void(torch::Tensor&)>& decay) {
     auto ps = p.narrow(0, sb, se - sb), ms = m.narrow(0, sb, se - sb),
          vs = v.narrow(0, sb, se - sb);
     const auto gs = g.narrow(0, sb, se - sb);
     ms.mul_(k.b1).add_(gs, k.one_b1);         // m = b1·m + (1−b1)·g
     vs.mul_(k.b2).add_(gs * gs, k.one_b2);    // v = b2·v + (1−b2)·g²
     auto denom = vs.sqrt().div_(k.bc2_sqrt).add_(k.eps);
-    ps.mul_(s.decay ? k.decay : 1.0f).sub_(ms / denom, k.step_size);
+    decay(ps);
+    ps.sub_(ms / denom, k.step_size);
+  };
+  if (const auto span = contiguous_span(segments, n)) {
+    const auto [lo, hi] = *span;
+    const auto& mask = decay_mask(segments, lo, hi, p.device());
+    update(lo, hi, [&](torch::Tensor& ps) {
+      ps.mul_(at::where(mask, at::Scalar(k.decay), at::Scalar(1.0f)));
+    });
+    return;
+  }
+  for (const auto& s : segments) {
+    const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
+    if (sb >= se) continue;
+    update(sb, se, [&](torch::Tensor& ps) { ps.mul_(s.decay ? k.decay : 1.0f); });
   }
 }
 
@@ -90,6 +153,8 @@ witness::WeightSketch sketch_weights_by_ops(const torch::Tensor& values, int64_t
   const auto T = torch::tensor(table, torch::kInt64).view({kSketchLanes, kSketchBlock}).to(i64);
 
   constexpr int64_t kBlocksPerPiece = 1 << 14;  // 16M parameters per piece
+  // Each lane's sum mod 2^32 stays on the device: one copy to the host per call.
+  auto acc = torch::zeros({kSketchLanes}, i64);
   const int64_t b_first = first / kSketchBlock;
   const int64_t b_end = (first + n + kSketchBlock - 1) / kSketchBlock;
   for (int64_t pb = b_first; pb < b_end; pb += kBlocksPerPiece) {
@@ -106,21 +171,29 @@ witness::WeightSketch sketch_weights_by_ops(const torch::Tensor& values, int64_t
                    .bitwise_and(kLow32));
     const auto U = u.view({nb, kSketchBlock});
     const auto u_lo = U.bitwise_and(kLow16), u_hi = U.div(kTwo16, "trunc");
+    // Every lane's block coefficients, in one copy to the device.
+    std::vector<int64_t> s(static_cast<size_t>(kSketchLanes * nb));
+    for (int l = 0; l < kSketchLanes; ++l)
+      for (int64_t b = 0; b < nb; ++b)
+        s[size_t(l * nb + b)] = int64_t(witness::sketch_block_coefficient(l, uint64_t(pb + b)));
+    const auto S_all = torch::tensor(s, torch::kInt64).view({kSketchLanes, nb}).to(i64);
+    std::vector<torch::Tensor> sums;
     for (int l = 0; l < kSketchLanes; ++l) {
       const auto t = T[l];
       // t·u mod 2^32 = t·u_lo + ((t·u_hi) mod 2^16)·2^16  (mod 2^32)
       const auto dot =
           (u_lo * t + (u_hi * t).bitwise_and(kLow16) * kTwo16).sum(1).bitwise_and(kLow32);
-      std::vector<int64_t> s(static_cast<size_t>(nb));
-      for (int64_t b = 0; b < nb; ++b)
-        s[size_t(b)] = int64_t(witness::sketch_block_coefficient(l, uint64_t(pb + b)));
-      const auto S = torch::tensor(s, torch::kInt64).to(i64);
+      const auto S = S_all[l];
       const auto term = (dot * S.bitwise_and(kLow16) +
                          (dot * S.div(kTwo16, "trunc")).bitwise_and(kLow16) * kTwo16)
                             .bitwise_and(kLow32);
-      out.lanes[size_t(l)] += uint32_t(term.sum().item<int64_t>() & kLow32);
+      sums.push_back(term.sum());
     }
+    // A piece's sum is below 2^46 and acc below 2^32: no overflow in int64.
+    acc.add_(torch::stack(sums)).bitwise_and_(kLow32);
   }
+  const auto host = to_host(acc);
+  for (int l = 0; l < kSketchLanes; ++l) out.lanes[size_t(l)] = uint32_t(host.data_ptr<int64_t>()[l]);
   return out;
 }
 

@@ -3,7 +3,8 @@
 // loop that defines it (trainer/optim/adamw.h, record/sketch.h): the same bits as always.
 // On a GPU the same definitions run as torch operations on the device, with no atomics (every
 // reduction is over a fixed shape), so a GPU run gives the same bits every time on the same GPU
-// and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to the host.
+// and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to the host, each
+// in one copy per call (a copy to the host is a wait for the device).
 // The *_by_ops forms are the device implementations, callable on CPU tensors, so tests check
 // them against the definitions on any machine.
 #pragma once

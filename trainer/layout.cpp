@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "trainer/bucket_reducer.h"
 #include "trainer/device_ops.h"
+#include "trainer/host_read.h"
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/tree_sum.h"
@@ -41,7 +42,7 @@ witness::FingerprintFields Layout::fingerprint(const MicroBatch& batch) {
   if (!collective_forward() && !comm_.is_root()) return {};
   auto logits = forward_logits(*this, batch.x.to(compute_.device));
   if (!comm_.is_root()) return {};
-  return fingerprint_of_logits(logits.to(torch::kCPU), batch.y, opt_.step);
+  return fingerprint_of_logits(to_host(logits), batch.y, opt_.step);
 }
 
 float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) {
@@ -50,7 +51,7 @@ float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64
   for (int64_t k = 0; k < batches; ++k) {
     const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
     const auto logits = forward_logits(*this, mb.x.to(compute_.device)).to(torch::kFloat32);
-    total += double(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).value);
+    total += double(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).value());
   }
   return float(total / double(batches));
 }

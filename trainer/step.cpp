@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "trainer/device_ops.h"
+#include "trainer/host_read.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {
@@ -70,7 +71,11 @@ PreparedMicroBatch prepare_micro_batch(const StepContext& ctx, int64_t step, int
   // The device's own generator kind, seeded alike: dropout masks are drawn where they are used.
   torch::Generator gen = at::globalContext().defaultGenerator(device).clone();
   gen.set_current_seed(seed);
-  return {{mb.x.to(device), mb.y.to(device)}, std::move(gen)};
+  // From page-locked memory, asynchronously: a copy from pageable memory would first wait for
+  // the device to finish the previous micro-batch. libtorch keeps the pinned buffer until the
+  // copy is done.
+  const auto upload = [&](const torch::Tensor& t) { return t.pin_memory().to(device, true); };
+  return {{upload(mb.x), upload(mb.y)}, std::move(gen)};
 }
 
 StepRecord committed_inputs(const StepContext& ctx, int64_t step) {
@@ -163,8 +168,9 @@ std::vector<torch::Tensor> leaves(const Layout& L, size_t u, const torch::Tensor
 //   Without recompute: the forward keeps every unit's graph, the backward walks them back.
 //   With recompute: the forward keeps each unit's input and its dropout generator state only;
 //   the backward recomputes the unit with a graph from them (one unit in memory at a time).
-// Returns the micro-batch's mean loss.
-double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
+// Returns the micro-batch's token losses (detached, on the device): read after the last
+// micro-batch, so a GPU step does not wait for the host in between.
+torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
   const auto& cfg = L.config();
   const size_t last = L.units().size() - 1;
   const bool recompute = L.recompute();
@@ -201,7 +207,7 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
   }
 
   // Head: final norm and the tied embedding.
-  double loss_value;
+  torch::Tensor token_losses;
   torch::Tensor grad;
   {
     if (recompute) g_emb = L.unit_grad(0);
@@ -216,7 +222,7 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
                                        mb.y);
     }
     loss->objective.backward();
-    loss_value = double(loss->value);
+    token_losses = loss->token_losses;
     grad = xl.grad();
     L.unit_grad_done(last);
   }
@@ -256,7 +262,21 @@ double forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
     x0.backward(grad);
   }
   L.unit_grad_done(0);
-  return loss_value;
+  return token_losses;
+}
+
+// Each micro-batch's mean loss (model::Loss::value), with one copy to the host for all of them.
+std::vector<double> loss_values(const std::vector<torch::Tensor>& token_losses) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : token_losses) flat.push_back(t.reshape({-1}));
+  const auto host = to_host(torch::cat(flat));
+  const float* p = host.data_ptr<float>();
+  std::vector<double> out;
+  for (const auto& t : flat) {
+    out.push_back(double(model::mean_in_order(p, t.numel())));
+    p += t.numel();
+  }
+  return out;
 }
 
 // The mean over all M micro-batches of their losses, summed in the canonical tree in index
@@ -289,15 +309,18 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
   OptimizerState& opt = L.optimizer();
   StepRecord rec = begin_step(data, opt.step, ctx);
   std::vector<MicroBatchWitness> witnessed;
-  std::vector<std::pair<int64_t, double>> losses;
+  std::vector<torch::Tensor> token_losses;
   const std::vector<int64_t> mine = L.micro_batches_of_rank(M);
   L.begin_grads(int64_t(mine.size()), ctx.canonical_reduction);
   for (int64_t i : mine) {
     auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed, L.compute().device);
     L.begin_micro_batch();
-    losses.push_back({i, forward_backward(L, mb, gen)});
+    token_losses.push_back(forward_backward(L, mb, gen));
     L.micro_batch_done();
   }
+  const std::vector<double> values = loss_values(token_losses);
+  std::vector<std::pair<int64_t, double>> losses;
+  for (size_t k = 0; k < mine.size(); ++k) losses.push_back({mine[k], values[k]});
   rec.loss = mean_loss(losses, M, L.comm());
 
   torch::Tensor g = L.summed_grads();  // this rank's part, summed over every rank

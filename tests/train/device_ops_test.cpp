@@ -70,6 +70,35 @@ TEST(DeviceOps, AdamWByOpsMatchesTheDefinition) {
   EXPECT_FALSE(torch::equal(p1, random_values(n, 3)));  // the update did something
 }
 
+// AdamW as one pass over the segments' span (the decay factor per element) gives every element
+// the bits of the pass over its own segment; segments with a gap are updated one by one and the
+// gap is left alone.
+TEST(DeviceOps, AdamWInOnePassEqualsItsSegmentsBitForBit) {
+  const int64_t n = 3001;
+  const std::vector<optim::DecaySegment> segs = {
+      {0, 700, true}, {700, 701, false}, {701, 1555, true}, {1555, 2000, false}, {2000, 3001, true}};
+  const optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+  auto p1 = random_values(n, 3), m1 = torch::zeros({n}), v1 = torch::zeros({n});
+  auto p2 = p1.clone(), m2 = m1.clone(), v2 = v1.clone();
+  for (int64_t t = 1; t <= 4; ++t) {
+    auto g = random_values(n, 20 + uint64_t(t));
+    adamw_update_by_ops(p1, g, m1, v1, n, segs, t, h);
+    for (const auto& s : segs) adamw_update_by_ops(p2, g, m2, v2, n, {s}, t, h);
+  }
+  EXPECT_TRUE(torch::equal(p1, p2));
+  EXPECT_TRUE(torch::equal(m1, m2));
+  EXPECT_TRUE(torch::equal(v1, v2));
+  // The decay applies where it should: a decayed and an undecayed element differ in how.
+  EXPECT_FALSE(torch::equal(p1, random_values(n, 3)));
+
+  auto p3 = random_values(n, 3), m3 = torch::zeros({n}), v3 = torch::zeros({n});
+  const std::vector<optim::DecaySegment> gap = {{0, 700, true}, {900, 3001, false}};
+  adamw_update_by_ops(p3, random_values(n, 21), m3, v3, n, gap, 1, h);
+  EXPECT_TRUE(torch::equal(p3.narrow(0, 700, 200), random_values(n, 3).narrow(0, 700, 200)));
+  EXPECT_TRUE(torch::equal(m3.narrow(0, 700, 200), torch::zeros({200})));
+  EXPECT_FALSE(torch::equal(p3.narrow(0, 0, 700), random_values(n, 3).narrow(0, 0, 700)));
+}
+
 // The same implementations on a GPU, where there is one (ctest here has none: skipped;
 // launch/gpu-check runs them): the sketch is exact there too, and every op repeats its bits.
 TEST(DeviceOpsCuda, TheDeviceImplementationsOnAGpu) {

@@ -74,8 +74,8 @@ TEST(Model, UntrainedLossIsNearUniform) {
   auto idx = torch::randint(0, 50, {3, 16}, torch::kInt64);
   auto targets = torch::randint(0, 50, {3, 16}, torch::kInt64);
   auto loss = model::cross_entropy_mean(forward_logits(*layout, idx), targets);
-  EXPECT_NEAR(loss.value, std::log(50.0), 0.1);
-  EXPECT_NEAR(loss.objective.item<float>(), loss.value, 1e-4);
+  EXPECT_NEAR(loss.value(), std::log(50.0), 0.1);
+  EXPECT_NEAR(loss.objective.item<float>(), loss.value(), 1e-4);
 }
 
 // ---------------------------------------------------------------------------------------------

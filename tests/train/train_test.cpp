@@ -1,5 +1,6 @@
 // Training end to end on the default corpus: loss goes down, resume is bitwise identical to
 // never stopping, checkpoints and the exported model read back, bad resumes are refused.
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -19,6 +20,8 @@
 #include "trainer/safetensors.h"
 #include "trainer/step.h"
 #include "trainer/peak_flops.h"
+#include "trainer/run_plan.h"
+#include "trainer/runtime.h"
 #include "trainer/tensorboard.h"
 #include "trainer/train_loop.h"
 #include "record/reader.h"
@@ -178,6 +181,39 @@ TEST(Train, ActivationCheckpointingChangesNoBit) {
             load_checkpoint(checkpoint_path(recomputed.path, 10)).info.state_hash);
   EXPECT_EQ(read_text_file(kept.path / "model.safetensors"),
             read_text_file(recomputed.path / "model.safetensors"));
+}
+
+// A step reads values back to the host once, after its last micro-batch: on a GPU each read is
+// a wait for the device, and one inside the micro-batch loop would stall it M times a step.
+TEST(Step, ReadsTheHostOnceAfterItsMicroBatches) {
+  auto sets = small_run(3);
+  sets.push_back("train.micro_batches=4");
+  const auto cfg = config::Config::load(fs::path(WIT_SOURCE_DIR) / "configs" / "tiny.yaml",
+                                        run_schema(), sets);
+  const RunConfig rc = run_config_from(cfg);
+  const auto dataset = data::Dataset::open(rc.data.dir);
+  RunPlan plan(rc, dataset);
+  auto single = dist::make_single_process();
+  auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, *single);
+  layout->init(init_seed(rc.train.seed));
+  StepContext ctx = plan.context();
+  ctx.witness = true;
+  train_step(*layout, ctx);  // first calls set things up
+  static std::map<std::string, int> seen;
+  seen.clear();
+  const auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(
+          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+            seen[fn.name()] += 1;
+            return nullptr;
+          })
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  const StepRecord rec = train_step(*layout, ctx);
+  at::removeCallback(handle);
+  EXPECT_EQ(seen["wit::to_host"], 1);               // the four micro-batches' losses, together
+  EXPECT_EQ(seen["aten::_local_scalar_dense"], 0);  // no Tensor::item
+  EXPECT_GT(seen["aten::mm"], 0);                   // the hooks saw the step
+  EXPECT_TRUE(std::isfinite(rec.loss));
 }
 
 // A checkpoint written in the background, from a snapshot taken between steps, is the file the

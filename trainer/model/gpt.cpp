@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "trainer/host_read.h"
 
 namespace wit::model {
 
@@ -180,11 +181,18 @@ Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& target
   // re-summed in a fixed sequential order so the reported loss is thread-count independent.
   const int64_t n = token_loss.numel();
   auto objective = token_loss.sum() * (1.0 / double(n));
-  auto values = token_loss.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-  const float* v = values.data_ptr<float>();
+  return {objective, token_loss.detach().to(torch::kFloat32)};
+}
+
+float Loss::value() const {
+  const auto host = to_host(token_losses);
+  return mean_in_order(host.data_ptr<float>(), host.numel());
+}
+
+float mean_in_order(const float* losses, int64_t n) {
   double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) total += v[i];
-  return {objective, float(total / double(n))};
+  for (int64_t i = 0; i < n; ++i) total += losses[i];
+  return float(total / double(n));
 }
 
 }  // namespace wit::model

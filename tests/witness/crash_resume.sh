@@ -12,8 +12,8 @@ pid=0
 export WIT_SIGNING_KEY="$work/key.pem"
 "$wit" keygen --out "$WIT_SIGNING_KEY" >/dev/null || exit 1
 "$wit" prepare --out "$work/data" >/dev/null || exit 1
-# About a second a step on one thread: slow enough to be caught mid-run.
-sets=(--set data.dir="$work/data" --set train.steps=24 --set train.checkpoint_every=4
+# About a second a step on one thread: slow enough to be caught mid-run at step 6.
+sets=(--set data.dir="$work/data" --set train.steps=12 --set train.checkpoint_every=4
       --set train.eval_every=8 --set witness.fingerprint_every=3 --set train.threads=1)
 cfg="$src/configs/tiny.yaml"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -43,7 +43,7 @@ kill -9 $pid
 wait $pid 2>/dev/null
 n=$(steps_of "$work/crash")
 echo "killed after $n recorded steps"
-[ "$n" -lt 24 ] || fail "the run finished before the kill"
+[ "$n" -lt 12 ] || fail "the run finished before the kill"
 
 # After the crash: readable, valid through the last complete record, not complete.
 "$wit" inspect "$work/crash" >"$work/after.txt" || { cat "$work/after.txt"; fail "log does not verify after kill -9"; }
@@ -55,7 +55,7 @@ grep -q "(complete)" "$work/after.txt" && fail "a killed run reported complete"
 "$wit" train "$cfg" "${sets[@]}" --out "$work/straight" -q >/dev/null || fail "uninterrupted run"
 "$wit" inspect "$work/crash" >"$work/final.txt" || { cat "$work/final.txt"; fail "resumed log does not verify"; }
 cat "$work/final.txt"
-grep -q "24 of 24 (complete)" "$work/final.txt" || fail "resumed run not complete"
+grep -q "12 of 12 (complete)" "$work/final.txt" || fail "resumed run not complete"
 [ "$(heads "$work/crash")" = "$(heads "$work/straight")" ] || fail "the resumed chain differs from the uninterrupted one"
 echo "crash and resume: same chain as an uninterrupted run"
 

@@ -51,7 +51,9 @@ float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64
   for (int64_t k = 0; k < batches; ++k) {
     const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
     const auto logits = forward_logits(*this, mb.x.to(compute_.device)).to(torch::kFloat32);
-    total += double(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).value());
+    const auto losses =
+        to_host(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).token_losses);
+    total += double(model::mean_in_order(losses.data_ptr<float>(), losses.numel()));
   }
   return float(total / double(batches));
 }

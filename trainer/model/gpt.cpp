@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "trainer/host_read.h"
 
 namespace wit::model {
 
@@ -182,11 +181,6 @@ Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& target
   const int64_t n = token_loss.numel();
   auto objective = token_loss.sum() * (1.0 / double(n));
   return {objective, token_loss.detach().to(torch::kFloat32)};
-}
-
-float Loss::value() const {
-  const auto host = to_host(token_losses);
-  return mean_in_order(host.data_ptr<float>(), host.numel());
 }
 
 float mean_in_order(const float* losses, int64_t n) {

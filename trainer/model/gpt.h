@@ -62,14 +62,12 @@ struct Dropout {
 };
 
 struct Loss {
-  torch::Tensor objective;    // 0-dim, for backward()
+  torch::Tensor objective;     // 0-dim, for backward()
   torch::Tensor token_losses;  // (n,) fp32, detached, on the logits' device
-  // The mean of token_losses, summed on the host in a fixed order: independent of thread count
-  // and device. Reading it copies to the host (a wait on a GPU): the step reads every
-  // micro-batch's losses at once, after the last one (trainer/step.cpp).
-  float value() const;
 };
-// The mean of n host fp32 losses in index order, in double: Loss::value's definition.
+// The loss's value: the mean of n fp32 token losses read back to the host, summed in index order
+// in double, so it is independent of thread count and device. The step reads every
+// micro-batch's token losses at once, after the last one (trainer/step.cpp).
 float mean_in_order(const float* losses, int64_t n);
 
 // The forward pass in pieces, called unit by unit by the one step and the one forward.

@@ -265,7 +265,8 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
   return token_losses;
 }
 
-// Each micro-batch's mean loss (model::Loss::value), with one copy to the host for all of them.
+// Each micro-batch's mean loss (model::mean_in_order of its token losses), with one copy to the
+// host for all of them.
 std::vector<double> loss_values(const std::vector<torch::Tensor>& token_losses) {
   std::vector<torch::Tensor> flat;
   for (const auto& t : token_losses) flat.push_back(t.reshape({-1}));

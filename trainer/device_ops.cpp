@@ -1,8 +1,6 @@
 #include "trainer/device_ops.h"
 
 #include <algorithm>
-#include <functional>
-#include <optional>
 #include <tuple>
 
 #include "core/error.h"
@@ -52,19 +50,18 @@ void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, to
 
 namespace {
 
-// The segments clipped to [0, n), when they tile one span [lo, hi) without gaps.
-std::optional<std::pair<int64_t, int64_t>> contiguous_span(
+// The segments clipped to [0, n), joined into runs [lo, hi) of segments that follow each other
+// without a gap (one run for every layout wit has).
+std::vector<std::pair<int64_t, int64_t>> contiguous_runs(
     const std::vector<optim::DecaySegment>& segments, int64_t n) {
-  int64_t lo = -1, hi = -1;
+  std::vector<std::pair<int64_t, int64_t>> runs;
   for (const auto& s : segments) {
     const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
     if (sb >= se) continue;
-    if (lo < 0) lo = sb;
-    else if (sb != hi) return std::nullopt;
-    hi = se;
+    if (!runs.empty() && runs.back().second == sb) runs.back().second = se;
+    else runs.emplace_back(sb, se);
   }
-  if (lo < 0) return std::nullopt;
-  return std::make_pair(lo, hi);
+  return runs;
 }
 
 // Which elements of [lo, hi) decay, as a bool tensor on `device`: built once per layout and
@@ -94,37 +91,29 @@ const torch::Tensor& decay_mask(const std::vector<optim::DecaySegment>& segments
 
 }  // namespace
 
-// Elementwise, so one pass over the segments' whole span gives each element the bits the
-// per-segment form gives it: the decay factor is k.decay or 1 (x·1 = x exactly). One pass is
-// about a dozen kernels a step, the per-segment form a dozen per segment (~8 per layer).
+// Elementwise, so one pass over a run of segments gives each element the bits a pass per
+// segment gives it: the decay factor is k.decay or 1 (x·1 = x exactly). One pass is about a
+// dozen kernels a step; a pass per segment was a dozen per segment (~8 segments per layer).
+// Elements outside every segment (a gap between runs) are left alone.
 void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
                          torch::Tensor& v, int64_t n,
                          const std::vector<optim::DecaySegment>& segments, int64_t t,
                          const optim::Hyper& h) {
   torch::NoGradGuard no_grad;
+  const auto runs = contiguous_runs(segments, n);
+  if (runs.empty()) return;
+  int64_t lo = runs.front().first, hi = runs.front().second;
+  for (const auto& [rb, re] : runs) lo = std::min(lo, rb), hi = std::max(hi, re);
+  const auto& mask = decay_mask(segments, lo, hi, p.device());
   const optim::AdamWScalars k = optim::adamw_scalars(h, t);
-  const auto update = [&](int64_t sb, int64_t se, const std::function<void(torch::Tensor&)>& decay) {
-    auto ps = p.narrow(0, sb, se - sb), ms = m.narrow(0, sb, se - sb),
-         vs = v.narrow(0, sb, se - sb);
-    const auto gs = g.narrow(0, sb, se - sb);
-    ms.mul_(k.b1).add_(gs, k.one_b1);         // m = b1·m + (1−b1)·g
-    vs.mul_(k.b2).add_(gs * gs, k.one_b2);    // v = b2·v + (1−b2)·g²
+  for (const auto& [rb, re] : runs) {
+    auto ps = p.narrow(0, rb, re - rb), ms = m.narrow(0, rb, re - rb), vs = v.narrow(0, rb, re - rb);
+    const auto gs = g.narrow(0, rb, re - rb);
+    ms.mul_(k.b1).add_(gs, k.one_b1);       // m = b1·m + (1−b1)·g
+    vs.mul_(k.b2).add_(gs * gs, k.one_b2);  // v = b2·v + (1−b2)·g²
     auto denom = vs.sqrt().div_(k.bc2_sqrt).add_(k.eps);
-    decay(ps);
+    ps.mul_(at::where(mask.narrow(0, rb - lo, re - rb), at::Scalar(k.decay), at::Scalar(1.0f)));
     ps.sub_(ms / denom, k.step_size);
-  };
-  if (const auto span = contiguous_span(segments, n)) {
-    const auto [lo, hi] = *span;
-    const auto& mask = decay_mask(segments, lo, hi, p.device());
-    update(lo, hi, [&](torch::Tensor& ps) {
-      ps.mul_(at::where(mask, at::Scalar(k.decay), at::Scalar(1.0f)));
-    });
-    return;
-  }
-  for (const auto& s : segments) {
-    const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
-    if (sb >= se) continue;
-    update(sb, se, [&](torch::Tensor& ps) { ps.mul_(s.decay ? k.decay : 1.0f); });
   }
 }
 

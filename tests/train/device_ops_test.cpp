@@ -70,9 +70,9 @@ TEST(DeviceOps, AdamWByOpsMatchesTheDefinition) {
   EXPECT_FALSE(torch::equal(p1, random_values(n, 3)));  // the update did something
 }
 
-// AdamW as one pass over the segments' span (the decay factor per element) gives every element
-// the bits of the pass over its own segment; segments with a gap are updated one by one and the
-// gap is left alone.
+// AdamW as one pass over a run of segments (the decay factor per element) gives every element
+// the bits of the pass over its own segment; segments with a gap between them are updated run by
+// run, with the same bits, and the gap is left alone.
 TEST(DeviceOps, AdamWInOnePassEqualsItsSegmentsBitForBit) {
   const int64_t n = 3001;
   const std::vector<optim::DecaySegment> segs = {
@@ -97,6 +97,10 @@ TEST(DeviceOps, AdamWInOnePassEqualsItsSegmentsBitForBit) {
   EXPECT_TRUE(torch::equal(p3.narrow(0, 700, 200), random_values(n, 3).narrow(0, 700, 200)));
   EXPECT_TRUE(torch::equal(m3.narrow(0, 700, 200), torch::zeros({200})));
   EXPECT_FALSE(torch::equal(p3.narrow(0, 0, 700), random_values(n, 3).narrow(0, 0, 700)));
+  auto p4 = random_values(n, 3), m4 = torch::zeros({n}), v4 = torch::zeros({n});
+  for (const auto& s : gap) adamw_update_by_ops(p4, random_values(n, 21), m4, v4, n, {s}, 1, h);
+  EXPECT_TRUE(torch::equal(p3, p4));
+  EXPECT_TRUE(torch::equal(v3, v4));
 }
 
 // The same implementations on a GPU, where there is one (ctest here has none: skipped;

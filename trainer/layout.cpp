@@ -47,14 +47,14 @@ witness::FingerprintFields Layout::fingerprint(const MicroBatch& batch) {
 
 float Layout::evaluate(const data::TokenStream& val, int64_t T, int64_t b, int64_t batches) {
   if (!collective_forward() && !comm_.is_root()) return 0.0f;  // ddp: rank 0 alone evaluates
-  double total = 0.0;
+  std::vector<torch::Tensor> token_losses;  // on the device until all batches are done
   for (int64_t k = 0; k < batches; ++k) {
     const MicroBatch mb = to_micro_batch(eval_batch_tokens(val, T, b, k), b, T);
     const auto logits = forward_logits(*this, mb.x.to(compute_.device)).to(torch::kFloat32);
-    const auto losses =
-        to_host(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).token_losses);
-    total += double(model::mean_in_order(losses.data_ptr<float>(), losses.numel()));
+    token_losses.push_back(model::cross_entropy_mean(logits, mb.y.to(compute_.device)).token_losses);
   }
+  double total = 0.0;
+  for (double l : loss_values(token_losses)) total += l;
   return float(total / double(batches));
 }
 

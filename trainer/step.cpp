@@ -265,21 +265,6 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
   return token_losses;
 }
 
-// Each micro-batch's mean loss (model::mean_in_order of its token losses), with one copy to the
-// host for all of them.
-std::vector<double> loss_values(const std::vector<torch::Tensor>& token_losses) {
-  std::vector<torch::Tensor> flat;
-  for (const auto& t : token_losses) flat.push_back(t.reshape({-1}));
-  const auto host = to_host(torch::cat(flat));
-  const float* p = host.data_ptr<float>();
-  std::vector<double> out;
-  for (const auto& t : flat) {
-    out.push_back(double(model::mean_in_order(p, t.numel())));
-    p += t.numel();
-  }
-  return out;
-}
-
 // The mean over all M micro-batches of their losses, summed in the canonical tree in index
 // order (collective: one all-gather of every rank's values).
 float mean_loss(const std::vector<std::pair<int64_t, double>>& mine, int64_t M,
@@ -302,6 +287,20 @@ float mean_loss(const std::vector<std::pair<int64_t, double>>& mine, int64_t M,
 }
 
 }  // namespace
+
+std::vector<double> loss_values(const std::vector<torch::Tensor>& token_losses) {
+  if (token_losses.empty()) return {};
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : token_losses) flat.push_back(t.reshape({-1}));
+  const auto host = to_host(torch::cat(flat));
+  const float* p = host.data_ptr<float>();
+  std::vector<double> out;
+  for (const auto& t : flat) {
+    out.push_back(double(model::mean_in_order(p, t.numel())));
+    p += t.numel();
+  }
+  return out;
+}
 
 StepRecord train_step(Layout& L, const StepContext& ctx) {
   WIT_CHECK(ctx.data, "step context without data");

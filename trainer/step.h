@@ -102,6 +102,10 @@ StepRecord committed_inputs(const StepContext& ctx, int64_t step);
 // norm, AdamW update of the local parameters and moments; the step count advances by one.
 StepRecord train_step(Layout& layout, const StepContext& ctx);
 
+// The mean of each tensor of token losses (model::mean_in_order), with one copy to the host for
+// all of them: a step's micro-batches, an evaluation's batches (on a GPU, one wait).
+std::vector<double> loss_values(const std::vector<torch::Tensor>& token_losses);
+
 // Logits (B, T, V) without dropout or gradients (collective where the layout gathers).
 torch::Tensor forward_logits(Layout& layout, const torch::Tensor& idx);
 

@@ -54,8 +54,13 @@ bool is_view_or_metadata(const std::string& name) {
   return views.count(name) > 0;
 }
 
+// The step's parts (user scopes wit::step::*, trainer/step.cpp) only label what runs inside
+// them: not counted, and transparent to the nesting.
+bool is_step_part(const std::string& name) { return name.rfind("wit::step::", 0) == 0; }
+
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   const std::string name = fn.name();
+  if (is_step_part(name)) return nullptr;
   {
     std::lock_guard<std::mutex> lock(counts.mu);
     counts.all[name] += 1;
@@ -66,9 +71,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
 }
 
 void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
+  const std::string name = fn.name();
+  if (is_step_part(name)) return;
   const bool above = below_kernel.back();
   below_kernel.pop_back();
-  const std::string name = fn.name();
   const bool kernel = !above && name.rfind("aten::", 0) == 0 && !is_view_or_metadata(name);
   if (kernel) {
     std::lock_guard<std::mutex> lock(counts.mu);

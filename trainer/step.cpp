@@ -312,27 +312,56 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
   std::vector<torch::Tensor> token_losses;
   const std::vector<int64_t> mine = L.micro_batches_of_rank(M);
   L.begin_grads(int64_t(mine.size()), ctx.canonical_reduction);
+  // Each part of the step is a user scope wit::step::<part> in libtorch's profiler (free when
+  // none runs), so a profile says which part each kernel belongs to (wit_bench_step_profile).
   for (int64_t i : mine) {
-    auto [mb, gen] = prepare_micro_batch(ctx, opt.step, i, witnessed, L.compute().device);
-    L.begin_micro_batch();
-    token_losses.push_back(forward_backward(L, mb, gen));
+    const PreparedMicroBatch p = [&] {
+      RECORD_USER_SCOPE("wit::step::batch");
+      return prepare_micro_batch(ctx, opt.step, i, witnessed, L.compute().device);
+    }();
+    {
+      RECORD_USER_SCOPE("wit::step::forward_backward");
+      L.begin_micro_batch();
+      token_losses.push_back(forward_backward(L, p.batch, p.gen));
+    }
+    RECORD_USER_SCOPE("wit::step::gradients");
     L.micro_batch_done();
   }
-  const std::vector<double> values = loss_values(token_losses);
-  std::vector<std::pair<int64_t, double>> losses;
-  for (size_t k = 0; k < mine.size(); ++k) losses.push_back({mine[k], values[k]});
-  rec.loss = mean_loss(losses, M, L.comm());
-
-  torch::Tensor g = L.summed_grads();  // this rank's part, summed over every rank
-  g.mul_(1.0 / double(M));
-  const double norm = L.grad_norm(g);
-  rec.grad_norm = float(norm);
+  {
+    RECORD_USER_SCOPE("wit::step::loss");
+    const std::vector<double> values = loss_values(token_losses);
+    std::vector<std::pair<int64_t, double>> losses;
+    for (size_t k = 0; k < mine.size(); ++k) losses.push_back({mine[k], values[k]});
+    rec.loss = mean_loss(losses, M, L.comm());
+  }
+  torch::Tensor g;
+  {
+    RECORD_USER_SCOPE("wit::step::gradients");
+    g = L.summed_grads();  // this rank's part, summed over every rank
+    g.mul_(1.0 / double(M));
+  }
   const int64_t n = L.local_count();
-  rec.clip_factor = clip_grads(g, n, norm, rec.hyper.grad_clip);
-  adamw_update(L.local_params(), g, opt.m, opt.v, n, L.local_segments(), opt.step + 1, rec.hyper);
+  {
+    RECORD_USER_SCOPE("wit::step::norm_clip");
+    const double norm = L.grad_norm(g);
+    rec.grad_norm = float(norm);
+    rec.clip_factor = clip_grads(g, n, norm, rec.hyper.grad_clip);
+  }
+  {
+    RECORD_USER_SCOPE("wit::step::adamw");
+    adamw_update(L.local_params(), g, opt.m, opt.v, n, L.local_segments(), opt.step + 1, rec.hyper);
+  }
   ++opt.step;
   L.release_grads(std::move(g));
-  if (ctx.witness) seal_record(rec, witnessed, L.my_sketch(), M, L.comm());
+  if (ctx.witness) {
+    witness::WeightSketch sketch;
+    {
+      RECORD_USER_SCOPE("wit::step::sketch");
+      sketch = L.my_sketch();
+    }
+    RECORD_USER_SCOPE("wit::step::seal");
+    seal_record(rec, witnessed, sketch, M, L.comm());
+  }
   return rec;
 }
 

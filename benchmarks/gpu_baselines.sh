@@ -9,9 +9,13 @@
 #                   torch.compile, same shapes: wit's witnessed tokens/s over each
 #   same seed       two runs from the same seed: their witness chain heads must be identical
 #   two processes   N = 2 on the one GPU against N = 1 (refused where the backend cannot do it)
+#   profile         where a step's time goes: wit's step (wit_bench_step_profile) beside the
+#                   reference's, eager and compiled, by kind of work (benchmarks/profile_table.py),
+#                   with device busy time, launches and host synchronisations per step; the
+#                   profilers' Chrome traces are kept, gzipped (trace_*.json.gz)
 #   scales          gpt2-350m, 774m, 1.5b and gpt-2b: tokens/s, MFU, witnessing parts as % of a
 #                   step, checkpoint write time, peak GPU memory
-# It prints the table and writes everything to one JSON file (gpu-baselines.json in --out).
+# It prints the tables and writes everything to one JSON file (gpu-baselines.json in --out).
 #
 # Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--build DIR] [--rehearse]
 #   --build DIR  an already configured build directory (launch/offline-build's build-offline)
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
     --pairs) pairs=$2; shift 2 ;;
     --rehearse) rehearse=1; shift ;;
     --build) given_build=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_baselines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -98,10 +102,25 @@ else
 fi
 for mode in "${modes[@]}"; do
   "$py" benchmarks/torch_reference.py "$config" "${base[@]}" "${ref[@]}" --mode $mode \
+    --profile "$results/profile_torch-$mode.json" --trace "$out/trace_torch-$mode.json" \
     >"$out/reference_$mode.log" 2>&1 ||
     { tail -3 "$out/reference_$mode.log"; say "the $mode reference failed"; [ $rehearse = 0 ] || exit 1; }
   grep '^json: ' "$out/reference_$mode.log" | sed 's/^json: //' >"$results/reference_$mode.json" || true
 done
+
+# --- where the step's time goes: wit's profile beside the reference's --------------------------------
+say "profile of wit's step (wit_bench_step_profile)"
+"$build/benchmarks/wit_bench_step_profile" --data "$data" --config "$config" "${compute[@]}" "${base[@]}" \
+  --warmup 2 --steps 2 --trace "$out/trace_wit.json" >"$out/profile_wit.log" 2>&1 ||
+  { tail -3 "$out/profile_wit.log"; say "the profile of wit's step failed"; [ $rehearse = 0 ] || exit 1; }
+grep '^json: ' "$out/profile_wit.log" | sed 's/^json: //' >"$results/profile_wit.json" || true
+gzip -f "$out"/trace_*.json 2>/dev/null || true
+profiles=()
+for p in wit torch-eager torch-compile; do
+  [ -s "$results/profile_$p.json" ] && profiles+=("$p=$results/profile_$p.json")
+done
+python3 benchmarks/profile_table.py "${profiles[@]}" --json "$results/profile_table.json" \
+  >"$out/profile_table.md" || say "the profile table failed"
 
 # --- the same seed twice --------------------------------------------------------------------------
 say "two runs from the same seed"
@@ -168,6 +187,7 @@ ab = load("witness_ab.json")
 s["witness_ab"] = ab
 nd = load("nondeterministic.json")
 s["reference"] = {mode: load(f"reference_{mode}.json") for mode in ("eager", "compile")}
+s["profile"] = load("profile_table.json")
 s["determinism"] = ({"deterministic_plain_s": ab["plain_s"], "nondeterministic_plain_s": nd["plain_s"],
                      "cost": ab["plain_s"] / nd["plain_s"] - 1} if ab and nd else None)
 v = open(os.path.join(out, "check", "verify.log")).read()
@@ -227,5 +247,7 @@ try:
         print(f"\nplot: {os.path.join(out, 'overhead-vs-scale.png')}")
 except ImportError:
     print("\n(no matplotlib here: the plot of overhead against scale is left out)")
+if os.path.exists(os.path.join(out, "profile_table.md")):
+    print(open(os.path.join(out, "profile_table.md")).read())
 print(f"\nall figures: {os.path.join(out, 'gpu-baselines.json')}")
 PY

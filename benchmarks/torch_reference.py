@@ -10,12 +10,18 @@ does not depend on which tokens it reads). After --warmup steps (torch.compile c
 --steps steps are timed one by one, the device synchronised around each; the last line is
   json: {"name", "mode", "tokens_per_step", "s_per_step", "tokens_per_s", "params",
          "peak_device_bytes", "warmup_s"}
-with the median step.
+with the median step. --profile FILE then profiles --profile-steps more steps (torch.profiler)
+and writes where their time went, in the form of wit_bench_step_profile's json line (per step:
+device kernels, runtime calls, operations' self time, and all of it by part of the step, named
+as wit names its parts; benchmarks/profile_table.py compares them);
+--trace FILE.json also keeps the profiler's Chrome trace.
 
 Usage: torch_reference.py CONFIG [--set KEY=VALUE ...] [--mode eager|compile] [--device cuda|cpu]
                           [--precision bf16|fp32] [--steps N] [--warmup N] [--name NAME]
+                          [--profile FILE [--profile-steps N] [--trace FILE.json]]
 """
 import argparse
+import bisect
 import json
 import math
 import statistics
@@ -97,9 +103,14 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--name", default="")
+    ap.add_argument("--profile", metavar="FILE", help="profile steps after the timed ones, summary here")
+    ap.add_argument("--profile-steps", type=int, default=2)
+    ap.add_argument("--trace", metavar="FILE", help="with --profile: the Chrome trace")
     a = ap.parse_args()
-    if a.steps < 1 or a.warmup < 0:
-        sys.exit("torch_reference: --steps must be >= 1 and --warmup >= 0")
+    if a.steps < 1 or a.warmup < 0 or a.profile_steps < 1:
+        sys.exit("torch_reference: --steps and --profile-steps must be >= 1 and --warmup >= 0")
+    if a.trace and not a.profile:
+        sys.exit("torch_reference: --trace needs --profile")
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_reference: --device cuda, but this torch sees no GPU")
     cfg = config_from(a.config, a.set)
@@ -123,14 +134,21 @@ def main():
     batches = [torch.randint(0, m["vocab_size"], (B, T + 1), generator=gen).to(dev) for _ in range(M)]
     autocast = torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16")
 
+    # The parts of a step carry the names of wit's (trainer/step.cpp), for the profile's table.
+    part = lambda name: torch.profiler.record_function(PART + name)
+
     def step():
-        opt.zero_grad(set_to_none=True)
+        with part("gradients"):
+            opt.zero_grad(set_to_none=True)
         for mb in batches:
-            with autocast:
-                loss = step_model(mb[:, :-1], mb[:, 1:]) / M
-            loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), op["grad_clip"])
-        opt.step()
+            with part("forward_backward"):
+                with autocast:
+                    loss = step_model(mb[:, :-1], mb[:, 1:]) / M
+                loss.backward()
+        with part("norm_clip"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), op["grad_clip"])
+        with part("adamw"):
+            opt.step()
         return loss
 
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
@@ -160,6 +178,66 @@ def main():
     print(f"{out['name']}: {tokens} tokens/step, {s:.4f} s/step, {tokens / s:,.0f} tokens/s "
           f"({params:,} parameters, warm-up {warmup_s:.1f} s)")
     print("json: " + json.dumps(out))
+    if a.profile:
+        summary = profile_steps(step, sync, a.profile_steps, a.device == "cuda", a.trace)
+        summary.update({"source": f"torch-{a.mode}", "config": a.config, "device": a.device,
+                        "precision": a.precision, "micro_batches": M, "micro_batch_size": B,
+                        "seq_len": T})
+        with open(a.profile, "w") as f:
+            json.dump(summary, f)
+        print(f"profile of {a.profile_steps} steps: {a.profile}")
+
+
+PART = "ref::step::"
+
+
+def profile_steps(step, sync, n, cuda, trace):
+    """Where n steps' time went, per step: the device's kernels, copies and memsets (and the
+    time it was busy at all), the CUDA runtime calls, and the host operations' self time."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    sync()
+    with profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        sync()
+        wall = time.perf_counter() - t0
+    kernels, runtime, ops, parts, spans = {}, {}, {}, {}, []
+    def add(table, name, us):
+        c, t = table.get(name, (0, 0.0))
+        table[name] = (c + 1, t + us)
+    events = prof.events()
+    # The part whose span holds a time (the parts follow one another), as wit's profile does it.
+    part_spans = sorted((e.time_range.start, e.time_range.end, e.name[len(PART):])
+                        for e in events if e.device_type == DeviceType.CPU and e.name.startswith(PART))
+    part_begins = [b for b, _, _ in part_spans]
+    def part_at(t):
+        i = bisect.bisect_right(part_begins, t) - 1
+        return part_spans[i][2] if i >= 0 and t < part_spans[i][1] else "outside the parts"
+    for e in events:
+        if e.device_type != DeviceType.CPU:
+            add(kernels, e.name, e.time_range.elapsed_us())
+            spans.append((e.time_range.start, e.time_range.end))
+            continue
+        add(runtime if e.name.startswith("cu") else ops, e.name, e.self_cpu_time_total)
+        if cuda:  # each kernel in the part of the operation that launched it
+            for k in e.kernels:
+                add(parts, part_at(e.time_range.start), k.duration)
+        else:
+            add(parts, part_at(e.time_range.start), e.self_cpu_time_total)
+    busy, end = 0.0, float("-inf")  # the union of the device's spans
+    for b, e in sorted(spans):
+        if e > end:
+            busy += e - max(b, end)
+            end = e
+    rows = lambda t: sorted(({"name": k, "count": c / n, "s": 1e-6 * us / n} for k, (c, us) in t.items()),
+                            key=lambda r: -r["s"])
+    if trace:
+        prof.export_chrome_trace(trace)
+    return {"steps": n, "wall_s": wall / n, "device_busy_s": 1e-6 * busy / n if cuda else None,
+            "kernels": rows(kernels), "runtime": rows(runtime), "ops": rows(ops), "parts": rows(parts)}
 
 
 if __name__ == "__main__":

@@ -16,30 +16,50 @@
 #   scales          gpt2-350m, 774m, 1.5b and gpt-2b: tokens/s, MFU, witnessing parts as % of a
 #                   step, checkpoint write time, peak GPU memory
 # It prints the tables and writes everything to one JSON file (gpu-baselines.json in --out).
+# The parts run in the order of what they decide: gpu-check, the witness A/B, the reference and
+# the profiles, the 1.5B scale (its MFU), then the rest. The JSON and the table (table.md) are
+# rewritten after every part, so a run stopped early keeps what finished; no part starts once
+# --budget seconds have passed since the start (the skipped ones are listed).
 #
-# Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--build DIR] [--rehearse]
+# Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--budget SECONDS] [--build DIR] [--rehearse]
+#   --budget S   start no part after S seconds (default 480: 8 minutes; none when rehearsing)
 #   --build DIR  an already configured build directory (launch/offline-build's build-offline)
 #   --rehearse   the same flow on the CPU (build/, launch/build's libtorch), tiny shapes, fp32, to check
 #                the script where there is no GPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-baselines}
-pairs=20 rehearse=0 given_build=""
+pairs=20 rehearse=0 given_build="" budget=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
     --rehearse) rehearse=1; shift ;;
     --build) given_build=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_baselines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+# A rehearsal checks every part, so it has no budget unless one is given.
+[ -z "$budget" ] && { [ $rehearse = 1 ] && budget=86400 || budget=480; }
+[[ $budget =~ ^[0-9]+$ ]] || { echo "gpu_baselines: --budget $budget: expected whole seconds" >&2; exit 2; }
+[[ $pairs =~ ^[1-9][0-9]*$ ]] || { echo "gpu_baselines: --pairs $pairs: expected a positive count" >&2; exit 2; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+started=$(date +%s)
 say() { echo "gpu_baselines: $*"; }
 results="$out/parts"
 rm -rf "$results" && mkdir -p "$results"
+# Whether part $1 may start: not once the budget is spent (it is then listed as skipped).
+part() {
+  if (( $(date +%s) - started >= budget )); then
+    say "skipping $1: ${budget} s of --budget spent"
+    echo "$1" >>"$results/skipped.txt"
+    return 1
+  fi
+  say "$1"
+}
 
 # --- gpu-check: build, device tests, the 124M run and its verification ------------------------
 check=(launch/gpu-check --out "$out/check")
@@ -51,15 +71,15 @@ if [ $rehearse = 1 ]; then
   compute=(--set train.device=cpu --set train.precision=fp32 --set model.attention=auto)
   base=(--set model.n_layer=2 --set model.n_head=2 --set model.n_embd=64 --set model.context=128
         --set data.seq_len=128 --set train.micro_batches=2 --set train.micro_batch_size=4)
-  scales=("small:--set model.n_layer=2 --set model.n_embd=96 --set model.n_head=2"
-          "medium:--set model.n_layer=3 --set model.n_embd=128 --set model.n_head=4")
+  first_scale="medium --set model.n_layer=3 --set model.n_embd=128 --set model.n_head=4"
+  more_scales=("small --set model.n_layer=2 --set model.n_embd=96 --set model.n_head=2")
   pairs=$(( pairs < 4 ? pairs : 4 )) scale_steps=3 scale_pairs=2 seed_steps=3
   config=configs/gpt2-124m.yaml
 else
   build=build-gpu
   compute=(--set train.device=cuda --set train.precision=bf16 --set model.attention=flash)
   base=(--set train.micro_batches=8 --set train.micro_batch_size=16)
-  scales=("gpt2-350m:" "gpt2-774m:" "gpt2-1.5b:" "gpt-2b:")
+  first_scale=gpt2-1.5b more_scales=(gpt2-350m gpt2-774m gpt-2b)
   scale_steps=6 scale_pairs=3 seed_steps=10
   config=configs/gpt2-124m.yaml
 fi
@@ -71,100 +91,12 @@ key=$out/check/trainer.pem
 common=(--set data.dir="$data" "${compute[@]}" --set train.eval_every=0 --set train.eval_batches=2
         --set train.log_every=1 --set optim.warmup_steps=2)
 
-# --- witnessing on vs off, paired -----------------------------------------------------------------
-say "witness A/B over $pairs pairs"
-"$bench" --data "$data" --config "$config" --name 124m --pairs "$pairs" "${compute[@]}" "${base[@]}" \
-  >"$out/witness_ab.log" 2>&1 || { tail -3 "$out/witness_ab.log"; say "the witness A/B failed"; }
-grep '^json: ' "$out/witness_ab.log" | sed 's/^json: //' >"$results/witness_ab.json"
 
-# --- deterministic algorithms off, for the cost ---------------------------------------------------
-say "plain step with deterministic algorithms off"
-"$bench" --data "$data" --config "$config" --name 124m-nondeterministic --pairs 3 --nondeterministic 1 \
-  "${compute[@]}" "${base[@]}" >"$out/nondeterministic.log" 2>&1 ||
-  say "the nondeterministic run failed (see $out/nondeterministic.log)"
-grep '^json: ' "$out/nondeterministic.log" | sed 's/^json: //' >"$results/nondeterministic.json" || true
-
-# --- the peer: the same GPT in plain PyTorch, eager and torch.compile ------------------------------
-# Same config, shapes, optimizer and precision as the witness A/B just before it.
-say "the PyTorch reference (benchmarks/torch_reference.py), eager and torch.compile"
-py=python3
-[ -x deps/venv/bin/python ] && py=deps/venv/bin/python
-modes=(eager compile)
-if [ $rehearse = 1 ]; then
-  ref=(--device cpu --precision fp32 --warmup 1 --steps 2)
-  # torch.compile on the CPU compiles C++ against Python's headers, which a bare node may lack.
-  if ! "$py" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
-    modes=(eager)
-    say "torch.compile not rehearsed: this python has no Python.h"
-  fi
-else
-  ref=(--device cuda --precision bf16 --warmup 3 --steps 10)
-fi
-for mode in "${modes[@]}"; do
-  "$py" benchmarks/torch_reference.py "$config" "${base[@]}" "${ref[@]}" --mode $mode \
-    --profile "$results/profile_torch-$mode.json" --trace "$out/trace_torch-$mode.json" \
-    >"$out/reference_$mode.log" 2>&1 ||
-    { tail -3 "$out/reference_$mode.log"; say "the $mode reference failed"; [ $rehearse = 0 ] || exit 1; }
-  grep '^json: ' "$out/reference_$mode.log" | sed 's/^json: //' >"$results/reference_$mode.json" || true
-done
-
-# --- where the step's time goes: wit's profile beside the reference's --------------------------------
-say "profile of wit's step (wit_bench_step_profile)"
-"$build/benchmarks/wit_bench_step_profile" --data "$data" --config "$config" "${compute[@]}" "${base[@]}" \
-  --warmup 2 --steps 2 --trace "$out/trace_wit.json" >"$out/profile_wit.log" 2>&1 ||
-  { tail -3 "$out/profile_wit.log"; say "the profile of wit's step failed"; [ $rehearse = 0 ] || exit 1; }
-grep '^json: ' "$out/profile_wit.log" | sed 's/^json: //' >"$results/profile_wit.json" || true
-gzip -f "$out"/trace_*.json 2>/dev/null || true
-profiles=()
-for p in wit torch-eager torch-compile; do
-  [ -s "$results/profile_$p.json" ] && profiles+=("$p=$results/profile_$p.json")
-done
-python3 benchmarks/profile_table.py "${profiles[@]}" --json "$results/profile_table.json" \
-  >"$out/profile_table.md" || say "the profile table failed"
-
-# --- the same seed twice --------------------------------------------------------------------------
-say "two runs from the same seed"
-for r in a b; do
-  rm -rf "$out/seed_$r"
-  "$wit" train "$config" --out "$out/seed_$r" --key "$key" "${common[@]}" "${base[@]}" \
-    --set train.steps=$seed_steps --set train.checkpoint_every=0 -q >/dev/null
-  "$wit" inspect "$out/seed_$r" --json >"$results/seed_$r.json"
-done
-
-# --- two processes on the one device ------------------------------------------------------------
-say "N = 2 on the one device against N = 1"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-rm -rf "$out/np2"
-if mpirun --oversubscribe --bind-to none -np 2 "$wit" train "$config" --out "$out/np2" --key "$key" \
-     "${common[@]}" "${base[@]}" --set train.steps=$seed_steps --set train.checkpoint_every=0 \
-     -q >"$out/np2.log" 2>&1; then
-  "$wit" inspect "$out/np2" --json >"$results/np2.json"
-else
-  echo "{\"refused\": $(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip().splitlines()[-1] if open(sys.argv[1]).read().strip() else ""))' "$out/np2.log")}" >"$results/np2.json"
-fi
-
-# --- scales -----------------------------------------------------------------------------------
-for entry in "${scales[@]}"; do
-  name=${entry%%:*} sets=${entry#*:}
-  if [ $rehearse = 1 ]; then cfg=$config; else cfg=configs/$name.yaml; fi
-  say "scale $name"
-  rm -rf "$out/scale_$name"
-  # shellcheck disable=SC2086
-  "$wit" train "$cfg" --out "$out/scale_$name" --key "$key" "${common[@]}" "${base[@]}" $sets \
-    --set train.steps=$scale_steps --set train.checkpoint_every=$scale_steps \
-    --set witness.fingerprint_every=$scale_steps -q >"$out/scale_$name.log" 2>&1 ||
-    { tail -3 "$out/scale_$name.log"; echo "{\"failed\": true}" >"$results/scale_$name.json"; continue; }
-  # shellcheck disable=SC2086
-  "$bench" --data "$data" --config "$cfg" --name "$name" --pairs $scale_pairs \
-    "${compute[@]}" "${base[@]}" $sets >"$out/scale_${name}_witness.log" 2>&1 || true
-  grep '^json: ' "$out/scale_${name}_witness.log" | sed 's/^json: //' >"$results/scale_${name}_witness.json" || true
-  cp "$out/scale_$name/metrics.jsonl" "$results/scale_$name.metrics.jsonl"
-done
-
-# --- the table and the one JSON -------------------------------------------------------------------
-python3 - "$out" "$rehearse" <<'PY'
+# The JSON and table.md from what has finished so far (every part's results are in parts/).
+summarise() {
+  python3 - "$out" "$rehearse" "${1:-}" >"$out/table.md" <<'PY'
 import glob, json, os, re, statistics, sys
-out, rehearse = sys.argv[1], sys.argv[2] == "1"
+out, rehearse, final = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "final"
 parts = os.path.join(out, "parts")
 def load(name, default=None):
     p = os.path.join(parts, name)
@@ -182,6 +114,8 @@ def metrics(path):
             "checkpoint_s": last("checkpoint_s"), "checkpoint_write_s": last("checkpoint_write_s"),
             "peak_device_bytes": last("peak_device_bytes")}
 s = {"rehearsal": rehearse}
+skipped = os.path.join(parts, "skipped.txt")
+s["skipped"] = open(skipped).read().splitlines() if os.path.exists(skipped) else []
 s["check"] = json.load(open(os.path.join(out, "check", "gpu-check.json")))
 ab = load("witness_ab.json")
 s["witness_ab"] = ab
@@ -227,27 +161,151 @@ if s["determinism"]:
     print(f"| {base} | deterministic algorithms on vs off | {100 * s['determinism']['cost']:+.1f} % | report |")
 if "verify" in s:
     print(f"| {base} | replayed / trained step; load / step | {s['verify']['replay_over_trained']:.2f}; {fmt(s['verify']['load_over_step'], '{:.2f}')} | <= 1.1; <= 1 |")
-print(f"| {base} | same seed twice: chain heads | {'identical' if s['same_seed']['identical'] else 'DIFFERENT'} | identical |")
+if a is not None:
+    print(f"| {base} | same seed twice: chain heads | {'identical' if s['same_seed']['identical'] else 'DIFFERENT'} | identical |")
 tp = s["two_processes"]
-print(f"| {base} | N=2 on one device vs N=1 | {('identical' if tp['identical'] else 'DIFFERENT') if 'identical' in tp else 'refused: ' + str(tp.get('refused'))[:80]} | identical |")
+if np2:
+    print(f"| {base} | N=2 on one device vs N=1 | {('identical' if tp['identical'] else 'DIFFERENT') if 'identical' in tp else 'refused: ' + str(tp.get('refused'))[:80]} | identical |")
 for name, r in s["scales"].items():
     gib = r["peak_device_bytes"] / 2**30 if r.get("peak_device_bytes") else None
-    print(f"| {name} | tokens/s, MFU, witnessing, checkpoint stall (write), peak memory | {fmt(r['tokens_per_s'], '{:.0f}')}, {fmt(100 * r['mfu'] if r['mfu'] else None)} %, {fmt(r.get('witness_parts_pct'), '{:.2f}')} %, {fmt(r['checkpoint_s'], '{:.1f}')} s ({fmt(r.get('checkpoint_write_s'), '{:.1f}')} s), {fmt(gib, '{:.1f}')} GiB | MFU >= 45 % at 1.5B; witnessing <= 1 % |")
-try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    pts = [(r["params"], r["witness_parts_pct"]) for r in s["scales"].values() if "params" in r]
-    if pts:
-        plt.figure(figsize=(6, 4))
-        plt.semilogx([p for p, _ in pts], [o for _, o in pts], "o-")
-        plt.xlabel("parameters"); plt.ylabel("witnessing, % of a step"); plt.title("Witnessing overhead against scale")
-        plt.grid(True, alpha=0.3); plt.tight_layout()
-        plt.savefig(os.path.join(out, "overhead-vs-scale.png"), dpi=120)
-        print(f"\nplot: {os.path.join(out, 'overhead-vs-scale.png')}")
-except ImportError:
-    print("\n(no matplotlib here: the plot of overhead against scale is left out)")
+    print(f"| {name} | tokens/s, MFU, witnessing, checkpoint stall (write), peak memory | {fmt(r['tokens_per_s'], '{:.0f}')}, {fmt(100 * r['mfu'] if r['mfu'] else None)} %, {fmt(r.get('witness_parts_pct'), '{:.2f}')} %, {fmt(r['checkpoint_s'], '{:.1f}')} s ({fmt(r.get('checkpoint_write_s'), '{:.1f}')} s), {fmt(gib, '{:.1f}')} GiB | MFU >= 50 % at 1.5B; witnessing <= 1 % |")
+for f in sorted(glob.glob(os.path.join(parts, "scale_*.json"))):
+    if (load(os.path.basename(f)) or {}).get("failed"):
+        print(f"| {os.path.basename(f)[len('scale_'):-len('.json')]} | training | FAILED (see scale_*.log) | |")
+for name in s["skipped"]:
+    print(f"| - | {name} | skipped: the --budget was spent | |")
+if final:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        pts = [(r["params"], r["witness_parts_pct"]) for r in s["scales"].values() if "params" in r]
+        if pts:
+            plt.figure(figsize=(6, 4))
+            plt.semilogx([p for p, _ in pts], [o for _, o in pts], "o-")
+            plt.xlabel("parameters"); plt.ylabel("witnessing, % of a step"); plt.title("Witnessing overhead against scale")
+            plt.grid(True, alpha=0.3); plt.tight_layout()
+            plt.savefig(os.path.join(out, "overhead-vs-scale.png"), dpi=120)
+            print(f"\nplot: {os.path.join(out, 'overhead-vs-scale.png')}")
+    except ImportError:
+        print("\n(no matplotlib here: the plot of overhead against scale is left out)")
 if os.path.exists(os.path.join(out, "profile_table.md")):
     print(open(os.path.join(out, "profile_table.md")).read())
 print(f"\nall figures: {os.path.join(out, 'gpu-baselines.json')}")
 PY
+}
+
+summarise
+
+# --- witnessing on vs off, paired -----------------------------------------------------------------
+if part "witness A/B over $pairs pairs"; then
+  "$bench" --data "$data" --config "$config" --name 124m --pairs "$pairs" "${compute[@]}" "${base[@]}" \
+    >"$out/witness_ab.log" 2>&1 || { tail -3 "$out/witness_ab.log"; say "the witness A/B failed"; }
+  grep '^json: ' "$out/witness_ab.log" | sed 's/^json: //' >"$results/witness_ab.json" || true
+  summarise
+fi
+
+# --- the peer: the same GPT in plain PyTorch, eager and torch.compile ------------------------------
+# Same config, shapes, optimizer and precision as the witness A/B just before it.
+py=python3
+[ -x deps/venv/bin/python ] && py=deps/venv/bin/python
+modes=(eager compile)
+if [ $rehearse = 1 ]; then
+  ref=(--device cpu --precision fp32 --warmup 1 --steps 2)
+  # torch.compile on the CPU compiles C++ against Python's headers, which a bare node may lack.
+  if ! "$py" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    modes=(eager)
+    say "torch.compile not rehearsed: this python has no Python.h"
+  fi
+else
+  ref=(--device cuda --precision bf16 --warmup 3 --steps 10)
+fi
+for mode in "${modes[@]}"; do
+  part "the PyTorch reference (benchmarks/torch_reference.py), $mode, with its profile" || continue
+  "$py" benchmarks/torch_reference.py "$config" "${base[@]}" "${ref[@]}" --mode $mode \
+    --profile "$results/profile_torch-$mode.json" --trace "$out/trace_torch-$mode.json" \
+    >"$out/reference_$mode.log" 2>&1 ||
+    { tail -3 "$out/reference_$mode.log"; say "the $mode reference failed"; [ $rehearse = 0 ] || exit 1; }
+  grep '^json: ' "$out/reference_$mode.log" | sed 's/^json: //' >"$results/reference_$mode.json" || true
+  summarise
+done
+
+# --- where the step's time goes: wit's profile beside the reference's --------------------------------
+if part "profile of wit's step (wit_bench_step_profile)"; then
+  "$build/benchmarks/wit_bench_step_profile" --data "$data" --config "$config" "${compute[@]}" "${base[@]}" \
+    --warmup 2 --steps 2 --trace "$out/trace_wit.json" >"$out/profile_wit.log" 2>&1 ||
+    { tail -3 "$out/profile_wit.log"; say "the profile of wit's step failed"; [ $rehearse = 0 ] || exit 1; }
+  grep '^json: ' "$out/profile_wit.log" | sed 's/^json: //' >"$results/profile_wit.json" || true
+  gzip -f "$out"/trace_*.json 2>/dev/null || true
+  profiles=()
+  for p in wit torch-eager torch-compile; do
+    [ -s "$results/profile_$p.json" ] && profiles+=("$p=$results/profile_$p.json")
+  done
+  python3 benchmarks/profile_table.py "${profiles[@]}" --json "$results/profile_table.json" \
+    >"$out/profile_table.md" || say "the profile table failed"
+  summarise
+fi
+
+# --- scales: tokens/s, MFU, witnessing share, checkpoint stall, peak memory ----------------------------
+scale() {  # NAME SETS...
+  local name=$1 cfg
+  shift
+  if [ $rehearse = 1 ]; then cfg=$config; else cfg=configs/$name.yaml; fi
+  part "scale $name" || return 0
+  rm -rf "$out/scale_$name"
+  "$wit" train "$cfg" --out "$out/scale_$name" --key "$key" "${common[@]}" "${base[@]}" "$@" \
+    --set train.steps=$scale_steps --set train.checkpoint_every=$scale_steps \
+    --set witness.fingerprint_every=$scale_steps -q >"$out/scale_$name.log" 2>&1 ||
+    { tail -3 "$out/scale_$name.log"; echo "{\"failed\": true}" >"$results/scale_$name.json"; return 0; }
+  "$bench" --data "$data" --config "$cfg" --name "$name" --pairs $scale_pairs \
+    "${compute[@]}" "${base[@]}" "$@" >"$out/scale_${name}_witness.log" 2>&1 || true
+  grep '^json: ' "$out/scale_${name}_witness.log" | sed 's/^json: //' >"$results/scale_${name}_witness.json" || true
+  cp "$out/scale_$name/metrics.jsonl" "$results/scale_$name.metrics.jsonl"
+  summarise
+}
+# The scale whose MFU the target names comes first.
+# shellcheck disable=SC2086
+scale ${first_scale}
+
+# --- deterministic algorithms off, for the cost ---------------------------------------------------
+if part "plain step with deterministic algorithms off"; then
+  "$bench" --data "$data" --config "$config" --name 124m-nondeterministic --pairs 3 --nondeterministic 1 \
+    "${compute[@]}" "${base[@]}" >"$out/nondeterministic.log" 2>&1 ||
+    say "the nondeterministic run failed (see $out/nondeterministic.log)"
+  grep '^json: ' "$out/nondeterministic.log" | sed 's/^json: //' >"$results/nondeterministic.json" || true
+  summarise
+fi
+
+# --- the same seed twice --------------------------------------------------------------------------
+if part "two runs from the same seed"; then
+  for r in a b; do
+    rm -rf "$out/seed_$r"
+    "$wit" train "$config" --out "$out/seed_$r" --key "$key" "${common[@]}" "${base[@]}" \
+      --set train.steps=$seed_steps --set train.checkpoint_every=0 -q >/dev/null
+    "$wit" inspect "$out/seed_$r" --json >"$results/seed_$r.json"
+  done
+  summarise
+fi
+
+# --- two processes on the one device ------------------------------------------------------------
+if part "N = 2 on the one device against N = 1"; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  rm -rf "$out/np2"
+  if mpirun --oversubscribe --bind-to none -np 2 "$wit" train "$config" --out "$out/np2" --key "$key" \
+       "${common[@]}" "${base[@]}" --set train.steps=$seed_steps --set train.checkpoint_every=0 \
+       -q >"$out/np2.log" 2>&1; then
+    "$wit" inspect "$out/np2" --json >"$results/np2.json"
+  else
+    echo "{\"refused\": $(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip().splitlines()[-1] if open(sys.argv[1]).read().strip() else ""))' "$out/np2.log")}" >"$results/np2.json"
+  fi
+  summarise
+fi
+
+# --- the other scales -------------------------------------------------------------------------------
+for entry in "${more_scales[@]}"; do
+  # shellcheck disable=SC2086
+  scale ${entry}
+done
+
+summarise final
+cat "$out/table.md"

@@ -123,8 +123,14 @@ witness::WeightSketch sketch_weights(const torch::Tensor& values, int64_t first)
   return sketch_weights_by_ops(values, first);
 }
 
-// Every product and sum stays below 2^63 in int64: a 32-bit factor times a 16-bit half is below
-// 2^48, a block's 1024 terms below 2^59; the result is taken mod 2^32 as the definition says.
+// Lane l's sum over a block b is dot_l(b) = Σ_j T_l[j]·u[b,j] (mod 2^32). With T = T_hi·2^16 + T_lo
+// and u = u_hi·2^16 + u_lo (16-bit halves), T·u ≡ (T_hi·u_lo + T_lo·u_hi)·2^16 + T_lo·u_lo, so
+// dot_l(b) ≡ (cross mod 2^16)·2^16 + lolo with cross = Σ_j (T_hi·u_lo + T_lo·u_hi) and
+// lolo = Σ_j T_lo·u_lo. Both are matrix products of integers below 2^16: every product is below
+// 2^32 and every partial sum of the 2·1024 terms below 2^43, exact in fp64 whatever order or
+// blocking the BLAS uses. So two fp64 matmuls over the block's halves give them exactly, one
+// read of the parameters instead of a dozen int64 passes per lane. The rest is on (blocks x 4)
+// int64, where every product stays below 2^63: a 32-bit factor times a 16-bit half.
 witness::WeightSketch sketch_weights_by_ops(const torch::Tensor& values, int64_t first) {
   using witness::kSketchBlock;
   using witness::kSketchLanes;
@@ -133,53 +139,55 @@ witness::WeightSketch sketch_weights_by_ops(const torch::Tensor& values, int64_t
   const int64_t n = values.numel();
   if (n == 0) return out;
   WIT_CHECK(values.scalar_type() == torch::kFloat32, "the sketch reads fp32 parameters");
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(values.device());
+  const auto device = values.device();
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device);
   constexpr int64_t kLow16 = 0xffff, kLow32 = 0xffffffffLL, kTwo16 = 65536;
-  std::vector<int64_t> table(size_t(kSketchLanes * kSketchBlock));
-  for (int l = 0; l < kSketchLanes; ++l)
-    for (int64_t j = 0; j < kSketchBlock; ++j)
-      table[size_t(l * kSketchBlock + j)] = int64_t(witness::sketch_table(l)[j]);
-  const auto T = torch::tensor(table, torch::kInt64).view({kSketchLanes, kSketchBlock}).to(i64);
+  constexpr int64_t L = kSketchLanes;
+  // W_lo (1024 x 2L) multiplies u_lo: columns [0, L) T_lo (for lolo), [L, 2L) T_hi (cross);
+  // W_hi multiplies u_hi: columns [L, 2L) T_lo (cross), zero elsewhere.
+  std::vector<double> w_lo(size_t(kSketchBlock * 2 * L)), w_hi(w_lo.size(), 0.0);
+  for (int64_t j = 0; j < kSketchBlock; ++j)
+    for (int64_t l = 0; l < L; ++l) {
+      const uint32_t t = witness::sketch_table(int(l))[j];
+      w_lo[size_t(j * 2 * L + l)] = double(t & 0xffffu);
+      w_lo[size_t(j * 2 * L + L + l)] = double(t >> 16);
+      w_hi[size_t(j * 2 * L + L + l)] = double(t & 0xffffu);
+    }
+  const auto W_lo = torch::tensor(w_lo, torch::kFloat64).view({kSketchBlock, 2 * L}).to(f64);
+  const auto W_hi = torch::tensor(w_hi, torch::kFloat64).view({kSketchBlock, 2 * L}).to(f64);
 
   constexpr int64_t kBlocksPerPiece = 1 << 14;  // 16M parameters per piece
   // Each lane's sum mod 2^32 stays on the device: one copy to the host per call.
-  auto acc = torch::zeros({kSketchLanes}, i64);
+  auto acc = torch::zeros({L}, i64);
   const int64_t b_first = first / kSketchBlock;
   const int64_t b_end = (first + n + kSketchBlock - 1) / kSketchBlock;
   for (int64_t pb = b_first; pb < b_end; pb += kBlocksPerPiece) {
     const int64_t pe = std::min(b_end, pb + kBlocksPerPiece), nb = pe - pb;
     const int64_t lo = std::max(first, pb * kSketchBlock);
     const int64_t hi = std::min(first + n, pe * kSketchBlock);
-    // u: the parameters' bit patterns as unsigned 32-bit integers, zero outside the range.
-    auto u = torch::zeros({nb * kSketchBlock}, i64);
+    // u: the parameters' bit patterns, zero outside the range; its halves as fp64.
+    auto u = torch::zeros({nb * kSketchBlock}, values.options().dtype(torch::kInt32));
     u.narrow(0, lo - pb * kSketchBlock, hi - lo)
-        .copy_(values.narrow(0, lo - first, hi - lo)
-                   .contiguous()
-                   .view(torch::kInt32)
-                   .to(torch::kInt64)
-                   .bitwise_and(kLow32));
-    const auto U = u.view({nb, kSketchBlock});
-    const auto u_lo = U.bitwise_and(kLow16), u_hi = U.div(kTwo16, "trunc");
-    // Every lane's block coefficients, in one copy to the device.
-    std::vector<int64_t> s(static_cast<size_t>(kSketchLanes * nb));
-    for (int l = 0; l < kSketchLanes; ++l)
-      for (int64_t b = 0; b < nb; ++b)
-        s[size_t(l * nb + b)] = int64_t(witness::sketch_block_coefficient(l, uint64_t(pb + b)));
-    const auto S_all = torch::tensor(s, torch::kInt64).view({kSketchLanes, nb}).to(i64);
-    std::vector<torch::Tensor> sums;
-    for (int l = 0; l < kSketchLanes; ++l) {
-      const auto t = T[l];
-      // t·u mod 2^32 = t·u_lo + ((t·u_hi) mod 2^16)·2^16  (mod 2^32)
-      const auto dot =
-          (u_lo * t + (u_hi * t).bitwise_and(kLow16) * kTwo16).sum(1).bitwise_and(kLow32);
-      const auto S = S_all[l];
-      const auto term = (dot * S.bitwise_and(kLow16) +
-                         (dot * S.div(kTwo16, "trunc")).bitwise_and(kLow16) * kTwo16)
-                            .bitwise_and(kLow32);
-      sums.push_back(term.sum());
-    }
+        .copy_(values.narrow(0, lo - first, hi - lo).view(torch::kInt32));
+    const auto u_lo = u.bitwise_and(kLow16).to(torch::kFloat64).view({nb, kSketchBlock});
+    const auto u_hi =
+        u.bitwise_right_shift(16).bitwise_and(kLow16).to(torch::kFloat64).view({nb, kSketchBlock});
+    const auto sums = u_lo.mm(W_lo).addmm_(u_hi, W_hi).to(torch::kInt64);  // (nb, 2L), exact
+    const auto lolo = sums.narrow(1, 0, L), cross = sums.narrow(1, L, L);
+    const auto dot = (cross.bitwise_and(kLow16) * kTwo16 + lolo).bitwise_and(kLow32);  // (nb, L)
+    // Every block's coefficient S_l(b), in one copy to the device.
+    std::vector<int64_t> s(static_cast<size_t>(nb * L));
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t l = 0; l < L; ++l)
+        s[size_t(b * L + l)] = int64_t(witness::sketch_block_coefficient(int(l), uint64_t(pb + b)));
+    const auto S = torch::tensor(s, torch::kInt64).view({nb, L}).to(i64);
+    // dot·S mod 2^32 = dot·S_lo + ((dot·S_hi) mod 2^16)·2^16  (mod 2^32)
+    const auto term = (dot * S.bitwise_and(kLow16) +
+                       (dot * S.div(kTwo16, "trunc")).bitwise_and(kLow16) * kTwo16)
+                          .bitwise_and(kLow32);
     // A piece's sum is below 2^46 and acc below 2^32: no overflow in int64.
-    acc.add_(torch::stack(sums)).bitwise_and_(kLow32);
+    acc.add_(term.sum(0)).bitwise_and_(kLow32);
   }
   const auto host = to_host(acc);
   for (int l = 0; l < kSketchLanes; ++l) out.lanes[size_t(l)] = uint32_t(host.data_ptr<int64_t>()[l]);

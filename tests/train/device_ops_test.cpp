@@ -42,6 +42,25 @@ TEST(DeviceOps, SketchByOpsEqualsTheDefinitionExactly) {
   EXPECT_NE(sketch_weights_by_ops(w, 0), witness::sketch_weights(v.data_ptr<float>(), 0, 5000));
 }
 
+// The largest sums the device form's fp64 products can meet (every bit set: both 16-bit halves
+// 0xffff), and a range over more than one 16M-parameter piece, with a partial block at each end.
+TEST(DeviceOps, SketchByOpsIsExactAtItsLimits) {
+  auto ones = torch::full({3000}, -1, torch::kInt32).view(torch::kFloat32);  // 0xffffffff
+  for (int64_t first : {int64_t(0), int64_t(517), int64_t(1) << 30}) {
+    EXPECT_EQ(sketch_weights_by_ops(ones, first),
+              witness::sketch_weights(ones.data_ptr<float>(), first, ones.numel()))
+        << "first " << first;
+  }
+  const int64_t n = (int64_t(1) << 24) + 3000;
+  auto big = random_values(n, 7);
+  big.narrow(0, 0, 2048).view(torch::kInt32).fill_(-1);
+  for (int64_t first : {int64_t(0), int64_t(300)}) {
+    EXPECT_EQ(sketch_weights_by_ops(big, first),
+              witness::sketch_weights(big.data_ptr<float>(), first, n))
+        << "first " << first;
+  }
+}
+
 TEST(DeviceOps, NormPartialsByOpsMatchTheDefinition) {
   const int64_t n = 3 * optim::kNormChunk + 123;
   auto g = random_values(n + 17, 2);

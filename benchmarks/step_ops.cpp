@@ -6,7 +6,8 @@
 // The counts are a property of the step's code, not of the hardware, so the CPU build measures
 // them. Then the same for the step's arithmetic as a GPU runs it (trainer/device_ops.h: AdamW,
 // the gradient norm, the weight sketch), run here on CPU tensors of the step's sizes: the CPU
-// step calls plain loops instead. Work on the GPU step (fused kernels, CUDA graphs, no host
+// step calls plain loops instead; they are also timed on one CPU thread, which measures the
+// memory they move, not their GPU time. Work on the GPU step (fused kernels, CUDA graphs, no host
 // waits inside the step) shows here as smaller counts, with the same bits.
 //
 //   build/benchmarks/wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -112,6 +114,19 @@ Tally count_ops(Fn&& fn) {
           counts.all["aten::_local_scalar_dense"] + counts.all["wit::to_host"]};
 }
 
+// Median wall time of three calls.
+template <class Fn>
+double median_seconds(Fn&& fn) {
+  std::vector<double> s;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(s.begin(), s.end());
+  return s[1];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,19 +180,25 @@ int main(int argc, char** argv) {
     const Tally adamw = count_ops([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 2, h); });
     const Tally norm = count_ops([&] { wit::grad_norm_partials_by_ops(g, n); });
     const Tally sketch = count_ops([&] { wit::sketch_weights_by_ops(p.narrow(0, 0, n), 0); });
+    // Their time here, on one CPU thread: a measure of the memory they move, not a GPU figure.
+    const double adamw_s = median_seconds([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 3, h); });
+    const double norm_s = median_seconds([&] { wit::grad_norm_partials_by_ops(g, n); });
+    const double sketch_s = median_seconds([&] { wit::sketch_weights_by_ops(p.narrow(0, 0, n), 0); });
     fmt::print("\nthe step's arithmetic as a GPU runs it ({} parameters, {} decay segments):\n", n,
                segments.size());
-    fmt::print("  {:<34} {:>8} {:>11}\n", "", "kernels", "host reads");
-    fmt::print("  {:<34} {:>8} {:>11}\n", "AdamW update", adamw.kernels, adamw.reads);
-    fmt::print("  {:<34} {:>8} {:>11}\n", "gradient norm partials", norm.kernels, norm.reads);
-    fmt::print("  {:<34} {:>8} {:>11}\n", "weight sketch (when it runs)", sketch.kernels,
-               sketch.reads);
+    fmt::print("  {:<38} {:>8} {:>11} {:>16}\n", "", "kernels", "host reads", "CPU s (1 thread)");
+    fmt::print("  {:<38} {:>8} {:>11} {:>16.3f}\n", "AdamW update", adamw.kernels, adamw.reads, adamw_s);
+    fmt::print("  {:<38} {:>8} {:>11} {:>16.3f}\n", "gradient norm partials", norm.kernels, norm.reads,
+               norm_s);
+    fmt::print("  {:<38} {:>8} {:>11} {:>16.3f}\n", "weight sketch (every witnessed step)",
+               sketch.kernels, sketch.reads, sketch_s);
     fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
                "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
-               "\"device_adamw\": [{}, {}], \"device_norm\": [{}, {}], \"device_sketch\": [{}, {}]}}\n",
+               "\"device_adamw\": [{}, {}, {:.4f}], \"device_norm\": [{}, {}, {:.4f}], "
+               "\"device_sketch\": [{}, {}, {:.4f}]}}\n",
                config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
-               step.top, step.all, step.reads, adamw.kernels, adamw.reads, norm.kernels,
-               norm.reads, sketch.kernels, sketch.reads);
+               step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
+               norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "benchmarks/bench_data.h"
+#include "benchmarks/bench_timing.h"
 #include "trainer/cpu_numerics.h"
 #include "trainer/device_ops.h"
 #include "trainer/runtime.h"
@@ -121,10 +122,9 @@ double median_seconds(Fn&& fn) {
   for (int i = 0; i < 3; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    s.push_back(wit::bench::secs_since(t0));
   }
-  std::sort(s.begin(), s.end());
-  return s[1];
+  return wit::bench::median(s);
 }
 
 }  // namespace
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   fs::path data = "data/kjv";
   fs::path config = fs::path(WIT_SOURCE_DIR) / "configs" / "gpt2-124m.yaml";
-  std::vector<std::string> sets = {"data.seq_len=64", "model.context=64", "train.micro_batches=2",
-                                   "train.micro_batch_size=2"};
+  std::vector<std::string> sets = {"train.device=cpu", "data.seq_len=64", "model.context=64",
+                                   "train.micro_batches=2", "train.micro_batch_size=2"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--data" || a == "--config" || a == "--set") && i + 1 < argc) {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "benchmarks/bench_data.h"
+#include "benchmarks/bench_timing.h"
 #include "core/config.h"
 #include "trainer/compute.h"
 #include "trainer/cpu_numerics.h"
@@ -190,21 +191,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    sets.push_back("data.dir=" + wit::bench::prepared_dataset(data).string());
     sets.push_back("train.threads=1");
-    auto cfg = wit::config::Config::load(config, wit::run_schema(), sets);
-    const wit::Compute compute = wit::resolve_compute(cfg, 1, /*quiet=*/true);
-    const wit::RunConfig rc = wit::run_config_from(cfg);
     wit::set_compute_threads(1);
-    const auto ds = wit::data::Dataset::open(rc.data.dir);
-    const wit::RunPlan plan(rc, ds);
-    auto comm = wit::dist::make_single_process();
-    auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *comm, compute);
-    layout->init(1);
-    wit::StepContext ctx = plan.context();
+    wit::bench::BenchRun run(config, sets, wit::bench::prepared_dataset(data));
+    const wit::Compute& compute = run.compute;
+    const wit::RunConfig& rc = run.rc;
+    wit::Layout& layout = *run.layout;
+    wit::StepContext ctx = run.plan.context();
     ctx.witness = true;
 
-    for (int i = 0; i < warmup; ++i) wit::train_step(*layout, ctx);
+    for (int i = 0; i < warmup; ++i) wit::train_step(layout, ctx);
     wit::synchronize(compute);
     std::set<ActivityType> activities = {ActivityType::CPU};
     if (compute.is_cuda()) activities.insert(ActivityType::CUDA);
@@ -212,9 +208,9 @@ int main(int argc, char** argv) {
     prof::prepareProfiler(kineto, activities);  // Kineto sets up its trace before it starts
     prof::enableProfiler(kineto, activities);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) wit::train_step(*layout, ctx);
+    for (int i = 0; i < steps; ++i) wit::train_step(layout, ctx);
     wit::synchronize(compute);
-    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall_s = wit::bench::secs_since(t0);
     auto result = prof::disableProfiler();
 
     std::map<std::string, Totals> device, runtime, ops, device_parts, host_parts;

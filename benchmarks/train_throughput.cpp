@@ -41,6 +41,7 @@ double median(std::vector<double> v) {
 Result measure(const std::string& name, const fs::path& config, std::vector<std::string> sets,
                const fs::path& data_dir, int steps) {
   sets.push_back("train.threads=1");
+  sets.insert(sets.begin(), "train.device=cpu");  // the CPU step against the CPU's matmul rate
   wit::bench::BenchRun run(config, sets, data_dir);
   const wit::RunConfig& rc = run.rc;
   const wit::RunPlan& plan = run.plan;

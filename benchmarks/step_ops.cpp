@@ -41,9 +41,11 @@ namespace fs = std::filesystem;
 struct Counts {
   std::mutex mu;
   std::map<std::string, int64_t> all, top, kernels;
+  std::map<std::string, std::map<std::string, int64_t>> callers;  // kernel -> its caller's name
 };
 Counts counts;
 thread_local std::vector<bool> below_kernel;  // per operation in flight: called a kernel-shaped one
+thread_local std::vector<std::string> in_flight;  // names of the operations in flight
 
 bool is_view_or_metadata(const std::string& name) {
   static const std::set<std::string> views = {
@@ -70,6 +72,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (below_kernel.empty()) counts.top[name] += 1;
   }
   below_kernel.push_back(false);
+  in_flight.push_back(name);
   return nullptr;
 }
 
@@ -78,10 +81,21 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   if (is_step_part(name)) return;
   const bool above = below_kernel.back();
   below_kernel.pop_back();
+  in_flight.pop_back();
   const bool kernel = !above && name.rfind("aten::", 0) == 0 && !is_view_or_metadata(name);
   if (kernel) {
+    // The two nearest callers that are not views, nearest first ("aten::clone < aten::contiguous"
+    // would be a view's; autograd's nodes name the backward of an operation).
+    std::string caller;
+    int depth = 0;
+    for (auto it = in_flight.rbegin(); it != in_flight.rend() && depth < 2; ++it)
+      if (!is_view_or_metadata(*it) || *it == "aten::contiguous") {
+        caller += (depth++ ? " < " : "") + *it;
+      }
+    if (caller.empty()) caller = "(called directly)";
     std::lock_guard<std::mutex> lock(counts.mu);
     counts.kernels[name] += 1;
+    counts.callers[name][caller] += 1;
   }
   if ((kernel || above) && !below_kernel.empty()) below_kernel.back() = true;
 }
@@ -104,6 +118,7 @@ Tally count_ops(Fn&& fn) {
     counts.all.clear();
     counts.top.clear();
     counts.kernels.clear();
+    counts.callers.clear();
   }
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(on_enter, on_exit)
@@ -137,6 +152,15 @@ int main(int argc, char** argv) {
                                    "train.micro_batches=2", "train.micro_batch_size=2"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      fmt::print("usage: wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]\n"
+                 "Counts the ATen operations of one training step (kernel launches on a GPU), "
+                 "where they come from, and the host reads; then the GPU forms of AdamW, the "
+                 "gradient norm and the weight sketch on the step's sizes.\n"
+                 "Default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences, on "
+                 "data/kjv.\n");
+      return 0;
+    }
     if ((a == "--data" || a == "--config" || a == "--set") && i + 1 < argc) {
       const std::string v = argv[++i];
       if (a == "--data") data = v;
@@ -166,8 +190,15 @@ int main(int argc, char** argv) {
     for (auto& [name, c] : counts.kernels) most.push_back({c, name});
     std::sort(most.rbegin(), most.rend());
     fmt::print("\nthe most frequent kernel-shaped operations:\n");
-    for (size_t i = 0; i < most.size() && i < 15; ++i)
+    for (size_t i = 0; i < most.size() && i < 15; ++i) {
       fmt::print("  {:>7}  {}\n", most[i].first, most[i].second);
+      // Where they come from: the callers issuing most of them.
+      std::vector<std::pair<int64_t, std::string>> by;
+      for (auto& [caller, c] : counts.callers[most[i].second]) by.push_back({c, caller});
+      std::sort(by.rbegin(), by.rend());
+      for (size_t k = 0; k < by.size() && k < 6; ++k)
+        fmt::print("  {:>7}    from {}\n", by[k].first, by[k].second);
+    }
 
     // The GPU path's arithmetic on the same sizes (copies: the run's state is not touched).
     wit::Layout& L = *run.layout;

@@ -26,6 +26,69 @@ Handle creation_props(hid_t plist_class, const std::string& where) {
   return p;
 }
 
+// Every path component of `name` below `group` must be a hard link: wit writes no other kind,
+// and a soft or external link in a file another party handed over would lead a reader to other
+// objects or to another file on the reader's machine.
+void require_hard_links(hid_t group, const std::string& name, const std::string& file,
+                        const std::string& group_path) {
+  const std::string where = file + ":" + group_path;
+  std::string prefix = name.rfind('/', 0) == 0 ? "/" : "";  // absolute paths from the root
+  size_t start = 0;
+  while (start <= name.size()) {
+    const size_t slash = name.find('/', start);
+    const std::string part =
+        name.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (!part.empty()) {
+      prefix += (prefix.empty() || prefix.back() == '/' ? "" : "/") + part;
+#if H5_VERSION_GE(1, 12, 0)
+      H5L_info2_t info{};
+      if (H5Lget_info2(group, prefix.c_str(), &info, H5P_DEFAULT) < 0)
+#else
+      H5L_info_t info{};
+      if (H5Lget_info(group, prefix.c_str(), &info, H5P_DEFAULT) < 0)
+#endif
+        fail_h5(fmt::format("look up '{}' in", prefix), where);
+      if (info.type != H5L_TYPE_HARD)
+        fail("HDF5: {}:{} is {}, not an object of the file: wit's files hold none (a damaged "
+             "file, or one made to read elsewhere)",
+             file,
+             prefix[0] == '/'    ? prefix
+             : group_path == "/" ? "/" + prefix
+                                 : group_path + "/" + prefix,
+             info.type == H5L_TYPE_SOFT       ? "a soft link"
+             : info.type == H5L_TYPE_EXTERNAL ? "an external link (to another file)"
+                                              : "a user-defined link");
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+}
+
+// A dataset's values must be stored in its own file, unfiltered, as wit writes them: external
+// storage or a virtual dataset would make a reader read other files (and echo their bytes in
+// its messages), and a filter would load a plugin named by the file.
+void require_stored_inside(hid_t dataset, const std::string& where) {
+  Handle dcpl(check_id(H5Dget_create_plist(dataset), "get the storage properties of", where));
+  const H5D_layout_t layout = H5Pget_layout(dcpl.id());
+  if (layout == H5D_VIRTUAL)
+    fail("HDF5: {} is a virtual dataset, whose values live in other files: wit's files hold "
+         "their values themselves",
+         where);
+  if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT)
+    fail_h5("get the storage layout of", where);
+  const int external = H5Pget_external_count(dcpl.id());
+  if (external < 0) fail_h5("get the external storage of", where);
+  if (external > 0)
+    fail("HDF5: {} keeps its values in {} external file(s): wit's files hold their values "
+         "themselves",
+         where, external);
+  const int filters = H5Pget_nfilters(dcpl.id());
+  if (filters < 0) fail_h5("get the filters of", where);
+  if (filters > 0)
+    fail("HDF5: {} is stored through {} filter(s) (compression or other): wit writes none",
+         where, filters);
+}
+
 }  // namespace
 
 Group Group::create_group(const std::string& name) {
@@ -40,6 +103,7 @@ Group Group::create_group(const std::string& name) {
 Group Group::open_group(const std::string& name) const {
   std::string path = child_path(name);
   if (!exists(name)) fail("HDF5: {} has no group '{}'", file_, path);
+  require_hard_links(id(), name, file_, object_path());
   hid_t g = H5Gopen2(id(), name.c_str(), H5P_DEFAULT);
   if (g < 0) fail_h5("open group", file_ + ":" + path);
   return Group(Handle(g), file_, path);
@@ -58,6 +122,7 @@ std::vector<std::string> Group::member_names() const {
 }
 
 bool Group::is_group(const std::string& name) const {
+  require_hard_links(id(), name, file_, object_path());
   H5O_info_t info{};
 #if H5_VERSION_GE(1, 12, 0)
   if (H5Oget_info_by_name3(id(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
@@ -98,9 +163,12 @@ void Group::remove(const std::string& name) {
 Dataset Group::open_dataset(const std::string& name) const {
   std::string path = child_path(name);
   if (!exists(name)) fail("HDF5: {} has no dataset '{}'", file_, path);
+  require_hard_links(id(), name, file_, object_path());
   hid_t d = H5Dopen2(id(), name.c_str(), H5P_DEFAULT);
   if (d < 0) fail_h5("open dataset", file_ + ":" + path);
-  return Dataset(Handle(d), file_, path);
+  Dataset opened(Handle(d), file_, path);
+  require_stored_inside(opened.id(), file_ + ":" + path);
+  return opened;
 }
 
 Dataset Group::write_1d(const std::string& name, Element type, const void* data, size_t n) {

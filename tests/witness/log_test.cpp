@@ -1,6 +1,7 @@
 // The witness log: round trip, chain verification, each kind of tampering detected, crash and
 // resume. Tampering edits the HDF5 file in place, as an attacker with the file would.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -540,6 +541,86 @@ TEST(WitnessLogBadInput, MissingColumn) {
   }
   const std::string msg = error_of([&] { read_log(run.file); });
   EXPECT_TRUE(contains(msg, "/steps/grad_norm is missing")) << msg;
+}
+
+// A log whose values live outside it. Each form would make a reader (the verifier, the board's
+// audit) read another file on its own machine and echo its bytes in a message; each is refused,
+// naming the object, before a value is read.
+TEST(WitnessLogBadInput, ValuesKeptOutsideTheFileAreRefused) {
+  const std::string secret(8 * kSteps, 'S');  // what the other file holds
+  TempDir elsewhere;
+  const auto secret_file = elsewhere / "secret.bin";
+  std::ofstream(secret_file, std::ios::binary) << secret;
+  const auto other_h5 = elsewhere / "other.h5";
+  {
+    h5::File f = h5::File::create(other_h5);
+    f.write<uint64_t>("x", std::vector<uint64_t>(kSteps, 0x5353535353535353ull));
+  }
+  const hsize_t dims[1] = {kSteps};
+  // Replaces the log's /steps/step (or adds a link over /steps/loss) with `edit`'s making.
+  auto refusal = [&](const std::function<void(hid_t file, hid_t space)>& edit) {
+    LogRun run;
+    run.write();
+    const hid_t file = H5Fopen(run.file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t space = H5Screate_simple(1, dims, nullptr);
+    EXPECT_GE(file, 0);
+    edit(file, space);
+    H5Sclose(space);
+    H5Fclose(file);
+    const std::string msg = error_of([&] { check_log(read_log(run.file)); });
+    EXPECT_EQ(msg.find("SSSS"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find(std::to_string(0x5353535353535353ull)), std::string::npos) << msg;
+    return msg;
+  };
+  auto replace_step = [](hid_t file, hid_t space, hid_t dcpl) {
+    ASSERT_GE(H5Ldelete(file, "steps/step", H5P_DEFAULT), 0);
+    const hid_t d =
+        H5Dcreate2(file, "steps/step", H5T_STD_U64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    H5Dclose(d);
+  };
+
+  const std::string external = refusal([&](hid_t file, hid_t space) {
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    ASSERT_GE(H5Pset_external(dcpl, secret_file.c_str(), 0, hsize_t(secret.size())), 0);
+    replace_step(file, space, dcpl);
+    H5Pclose(dcpl);
+  });
+  EXPECT_TRUE(contains(external, "/steps/step keeps its values in 1 external file(s)")) << external;
+
+  const std::string virtual_dataset = refusal([&](hid_t file, hid_t space) {
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hid_t source = H5Screate_simple(1, dims, nullptr);
+    ASSERT_GE(H5Pset_virtual(dcpl, space, other_h5.c_str(), "/x", source), 0);
+    replace_step(file, space, dcpl);
+    H5Sclose(source);
+    H5Pclose(dcpl);
+  });
+  EXPECT_TRUE(contains(virtual_dataset, "/steps/step is a virtual dataset")) << virtual_dataset;
+
+  const std::string external_link = refusal([&](hid_t file, hid_t) {
+    ASSERT_GE(H5Ldelete(file, "steps/step", H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_external(other_h5.c_str(), "/x", file, "steps/step", H5P_DEFAULT,
+                                 H5P_DEFAULT),
+              0);
+  });
+  EXPECT_TRUE(contains(external_link, "/steps/step is an external link")) << external_link;
+
+  const std::string soft_link = refusal([&](hid_t file, hid_t) {
+    ASSERT_GE(H5Ldelete(file, "steps/loss", H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_soft("/steps/grad_norm", file, "steps/loss", H5P_DEFAULT, H5P_DEFAULT), 0);
+  });
+  EXPECT_TRUE(contains(soft_link, "/steps/loss is a soft link")) << soft_link;
+
+  const std::string filtered = refusal([&](hid_t file, hid_t space) {
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[1] = {4};
+    ASSERT_GE(H5Pset_chunk(dcpl, 1, chunk), 0);
+    ASSERT_GE(H5Pset_deflate(dcpl, 6), 0);
+    replace_step(file, space, dcpl);
+    H5Pclose(dcpl);
+  });
+  EXPECT_TRUE(contains(filtered, "/steps/step is stored through 1 filter(s)")) << filtered;
 }
 
 TEST(WitnessLogBadInput, RowCountMismatch) {

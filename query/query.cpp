@@ -171,7 +171,10 @@ Answer DataIndex::query(const Digest& sha, std::string label) const {
   }
   std::sort(a.document_ids.begin(), a.document_ids.end());
   if (copies.empty()) {
-    a.verdict = sha == document_sha256("") ? Verdict::Empty : Verdict::NotInDataset;
+    // wit prepare skips empty documents; an llm.c dataset may hold one (two end-of-text
+    // tokens in a row), and then it is a document like any other.
+    const bool text = manifest_.tokenizer != "external";
+    a.verdict = text && sha == document_sha256("") ? Verdict::Empty : Verdict::NotInDataset;
     return a;
   }
   const ScheduleFacts f{run_.data_seed, run_.seq_len,  run_.micro_batches,
@@ -183,8 +186,17 @@ Answer DataIndex::query(const Digest& sha, std::string label) const {
   return a;
 }
 
+Digest DataIndex::document_hash(std::string_view raw) const {
+  if (manifest_.tokenizer != "external") return document_sha256(raw);
+  if (!gpt2_) gpt2_ = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
+  std::vector<uint16_t> tokens = {data::kGpt2Eot};
+  const std::vector<uint16_t> body = gpt2_->encode(raw);
+  tokens.insert(tokens.end(), body.begin(), body.end());
+  return sha256(tokens.data(), tokens.size() * sizeof(uint16_t));  // little-endian, as shards
+}
+
 Answer DataIndex::query_bytes(std::string_view raw, std::string label) const {
-  return query(document_sha256(raw), std::move(label));
+  return query(document_hash(raw), std::move(label));
 }
 
 Answer DataIndex::query_id(uint64_t id) const {

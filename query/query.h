@@ -20,6 +20,7 @@
 
 #include "core/merkle.h"
 #include "core/sha256.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/manifest.h"
 #include "trainer/data/schedule.h"
 #include "record/reader.h"
@@ -75,7 +76,7 @@ struct Answer {
   size_t first_leaf = 0, last_leaf = 0;
 };
 
-// SHA-256 of a document's canonical bytes.
+// SHA-256 of a document's canonical bytes: how a text dataset's records name documents.
 Digest document_sha256(std::string_view raw_bytes);
 
 // Everything a query needs is in the manifest: the documents' hashes, splits and token ranges
@@ -87,6 +88,11 @@ class DataIndex {
   DataIndex(data::Manifest manifest, RunFacts run, std::string where);
 
   Answer query(const Digest& sha256, std::string label) const;
+  // By the hash the dataset's records use for a document of these bytes: document_sha256 for
+  // text datasets (wit prepare's byte and gpt2); for llm.c shards (tokenizer external), whose
+  // records hash their tokens, the little-endian uint16 tokens llm.c makes of the raw text,
+  // [50256] + GPT-2's encoding (a document tokenized any other way is not found).
+  Digest document_hash(std::string_view raw_bytes) const;
   Answer query_bytes(std::string_view raw_bytes, std::string label) const;
   // Throws wit::Error when the id is not in the manifest.
   Answer query_id(uint64_t id) const;
@@ -109,6 +115,8 @@ class DataIndex {
   // Built on the first proof (2n digests); queries alone never pay for it.
   mutable std::unique_ptr<MerkleTree> merkle_;
   const MerkleTree& merkle() const;
+  // Loaded on the first text query of an llm.c dataset.
+  mutable std::unique_ptr<data::Gpt2Tokenizer> gpt2_;
 };
 
 // What a checker trusts: the dataset's root and the run's genesis, from the trainer's

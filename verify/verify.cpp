@@ -324,6 +324,7 @@ std::string Verification::structure() {
     mismatch(fmt::format("dataset {} lays its documents out differently from the run's",
                          data_dir_.string()));
   dataset_->verify_shard_hashes();
+  dataset_->verify_documents();  // the records wit query answers from say what was trained
   // Every checkpoint present at its committed size with a leaf table that hashes to its
   // committed state hash, and a few of its leaves (drawn after the run was received) hashed:
   // checkpoints are what later challenges start from, so a run must keep them all; reading
@@ -356,10 +357,11 @@ std::string Verification::structure() {
                         "leaves of each hashed",
                         per);
   return fmt::format(
-      "{} steps chained, {} signatures valid (key {}), {} checkpoints {}, dataset {} and its {} "
-      "shards match",
+      "{} steps chained, {} signatures valid (key {}), {} checkpoints {}, dataset {}: its {} "
+      "shards and {} document records match",
       lr_.valid_steps, lr_.signatures_valid, key_id(log_->meta.public_key), states_.size(), how,
-      to_hex(log_->meta.manifest_root).substr(0, 16), dataset_->manifest().shards.size());
+      to_hex(log_->meta.manifest_root).substr(0, 16), dataset_->manifest().shards.size(),
+      dataset_->manifest().documents.size());
 }
 
 // Every step's inputs recomputed from the committed schedule and config (hashing only).

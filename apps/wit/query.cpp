@@ -198,9 +198,10 @@ int query(const QueryOptions& o) {
   }
   for (uint64_t id : o.doc_ids) answer(index.query_id(id));
   if (!o.jsonl.empty())
-    data::read_jsonl_documents(o.jsonl, o.text_field, [&](data::Document&& d) {
-      answer(index.query(sha256(d.text), d.source));
-    });
+    data::read_jsonl_documents(
+        o.jsonl, o.text_field,
+        [&](data::Document&& d) { answer(index.query_bytes(d.text, d.source)); },
+        /*canonical=*/false);  // query_bytes hashes as the dataset's records do
   auto write_proofs = [&] {
     if (o.proof.empty()) return;
     const json out = proofs.size() == 1 ? proofs[0] : proofs;

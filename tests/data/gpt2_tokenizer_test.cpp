@@ -129,6 +129,7 @@ TEST(Gpt2Prepare, ShardsHoldEotAndEachDocumentsIdsAndTheManifestRecordsTheVocabu
     ASSERT_NE(it, docs.end()) << text;
     EXPECT_EQ(std::vector<uint16_t>(tokens.begin() + 1, tokens.end()), gpt2().encode(text));
   }
+  data.verify_documents();  // every record's hash is that of the text its tokens decode to
   // The same corpus with the byte tokenizer lays out differently, and an edited vocabulary
   // digest in the manifest changes the layout the run commits to.
   o.out = dir.path() / "byte";

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -108,6 +109,17 @@ TEST(Corpus, text_file_splits_at_separator_lines_and_canonicalizes_crlf) {
   EXPECT_EQ(docs[0].source, (dir / "c.txt").string() + ":1");
   EXPECT_EQ(docs[1].source, (dir / "c.txt").string() + ":4");
   EXPECT_EQ(docs[3].source, (dir / "c.txt").string() + ":7");
+}
+
+// Canonical bytes are a fixed point: a run of CRs ending a line goes whole. Dropping one CR of
+// "\r\r\n" would leave "\r\n", bytes no query could ever hash to.
+TEST(Corpus, canonical_bytes_are_canonical_again) {
+  EXPECT_EQ(canonicalize("a\r\r\nb\r\nc\r\rd\r"), "a\nb\nc\r\rd\r");
+  for (const char* raw : {"a\r\r\nb", "\r\r\r\n", "x\r\ny\r", "\r", "\n\r\n\r"}) {
+    const std::string once = canonicalize(raw);
+    EXPECT_EQ(canonicalize(once), once) << raw;
+    EXPECT_EQ(once.find("\r\n"), std::string::npos) << raw;
+  }
 }
 
 TEST(Corpus, text_file_without_separators_is_one_document) {
@@ -568,6 +580,13 @@ TEST(Prepare, llmc_shards_become_eot_delimited_documents) {
   // The shards in `out` are the originals, byte for byte.
   EXPECT_EQ(sha256_file(dir / "out/fw_train_000002.bin"),
             sha256_file(dir / "in/fw_train_000002.bin"));
+  data.verify_documents();
+
+  // A split whose first shard begins mid-document: its first record holds that part.
+  write_shard(dir / "in/fw_train_000001.bin", {1, 2, kEot, 3});
+  o.force = true;
+  prepare(o);
+  Dataset::open(dir / "out").verify_documents();
 }
 
 TEST(Prepare, llmc_rejects_tokens_outside_the_gpt2_vocabulary) {
@@ -639,6 +658,84 @@ TEST(Dataset, damaged_shards_are_caught) {
   fs::remove(shard);
   msg = error_of([&] { Dataset::open(dir / "out"); });
   EXPECT_TRUE(contains(msg, "cannot open shard " + shard.string())) << msg;
+}
+
+// wit query answers from the records alone, so the verifier checks each against the tokens it
+// names. Every lie below is a manifest that validates (its root recomputed), as a trainer who
+// prepared the data would write it, and each one is refused.
+TEST(Dataset, document_records_must_say_what_was_trained) {
+  TempDir dir;
+  // Tokens [0, 7): EOT "alpha\n"; [7, 20): EOT "beta\r gamma\n"; [20, 27): EOT "delta\n".
+  write_text(dir / "c.txt", join_with_separators({"alpha\n", "beta\r gamma\n", "delta\n"}));
+  PrepareOptions o;
+  o.input = dir / "c.txt";
+  o.out = dir / "out";
+  o.val_fraction = 0.0;
+  prepare(o);
+  Dataset::open(dir / "out").verify_documents();
+  const fs::path manifest_file = dir / "out" / kManifestFile;
+  const Manifest honest = read_manifest(manifest_file);
+  auto refusal = [&](const std::function<void(Manifest&)>& edit) {
+    Manifest m = honest;
+    edit(m);
+    m.root = manifest_root(m);
+    write_manifest(manifest_file, m);
+    const std::string msg = error_of([&] { Dataset::open(dir / "out").verify_documents(); });
+    write_manifest(manifest_file, honest);
+    return msg;
+  };
+  auto renumber = [](Manifest& m) {
+    for (size_t i = 0; i < m.documents.size(); ++i) m.documents[i].id = i;
+  };
+
+  // Recorded under another document's hash: a query for it would say not-in-dataset.
+  std::string msg = refusal([](Manifest& m) { m.documents[1].sha256 = sha256("beta gamma\n"); });
+  EXPECT_TRUE(contains(msg, "document 1 (train split, tokens 7 to 20): its tokens decode to text "
+                            "of SHA-256 " + to_hex(sha256("beta\r gamma\n"))))
+      << msg;
+  EXPECT_TRUE(contains(msg, "the record does not say what was trained")) << msg;
+  // Two documents as one record: the second has no record of its own.
+  msg = refusal([&](Manifest& m) {
+    m.documents[0].length += m.documents[1].length;
+    m.documents[0].sha256 = sha256(std::string("alpha\nbeta\r gamma\n"));
+    m.documents.erase(m.documents.begin() + 1);
+    renumber(m);
+  });
+  EXPECT_TRUE(contains(msg, "document 0 (train split, tokens 0 to 20): holds the end-of-text "
+                            "token at its token 7: one record covers two documents"))
+      << msg;
+  // A record moved off its document: a gap, and an overlap.
+  msg = refusal([](Manifest& m) {
+    m.documents[2].offset += 1;
+    m.documents[2].length -= 1;
+  });
+  EXPECT_TRUE(contains(msg, "document 2 (train split, tokens 21 to 27): leaves a gap where the "
+                            "records before it end at token 20"))
+      << msg;
+  msg = refusal([](Manifest& m) {
+    m.documents[2].offset -= 1;
+    m.documents[2].length += 1;
+  });
+  EXPECT_TRUE(contains(msg, "document 2 (train split, tokens 19 to 27): overlaps them")) << msg;
+  // A record dropped: its tokens are trained but in no record.
+  msg = refusal([&](Manifest& m) { m.documents.pop_back(); });
+  EXPECT_TRUE(contains(msg, "the train split's records cover its first 20 tokens of 27")) << msg;
+
+  // Text no canonical document holds: "beta\r\ngamma\n" (the space turned into a line feed in
+  // the shard, its hash and the record's made to match), which no query could hash to.
+  const fs::path shard = dir / "out" / honest.shards[0].file;
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1024 + 2 * 13);  // token 13: the space after "\r"
+    f.put('\n');
+  }
+  msg = refusal([&](Manifest& m) {
+    m.shards[0].sha256 = sha256_file(shard);
+    m.documents[1].sha256 = sha256(std::string("beta\r\ngamma\n"));
+  });
+  EXPECT_TRUE(contains(msg, "document 1 (train split, tokens 7 to 20): its text holds \"\\r\\n\" "
+                            "(at token 6)"))
+      << msg;
 }
 
 // ---------------------------------------------------------------------------------------------

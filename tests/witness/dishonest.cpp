@@ -40,6 +40,11 @@
 //                                at the current weights, and model.safetensors is θ*
 // The log records the committed batch hashes, token counts, RNG commitments and
 // hyperparameters throughout.
+//
+// Dataset rewrites (RUN is a prepared data dir, KEY is unused: -): its manifest is rewritten
+// with its root recomputed, as the trainer who prepared the data could, before training on it.
+//     hide-document ID           record document ID under the hash of other text, so that
+//                                wit query would answer not-in-dataset for it
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -447,6 +452,15 @@ int main(int argc, char** argv) {
   wit::pin_cpu_numerics(argv);  // first: the libraries must load with it
   try {
     if (argc < 4) wit::fail("usage: wit_test_dishonest RUN KEY ATTACK [ARGS...]");
+    if (std::string(argv[3]) == "hide-document") {
+      if (argc < 5) wit::fail("hide-document needs a document id");
+      const auto file = std::filesystem::path(argv[1]) / wit::data::kManifestFile;
+      wit::data::Manifest m = wit::data::read_manifest(file);
+      m.documents.at(std::stoull(argv[4])).sha256 = wit::sha256("other text");
+      m.root = wit::data::manifest_root(m);
+      wit::data::write_manifest(file, m);
+      return 0;
+    }
     if (wit::is_training_attack(argv[3]))
       return wit::retrain(argv[1], argv[2], argv[3],
                           std::vector<std::string>(argv + 4, argv + argc));

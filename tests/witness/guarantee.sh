@@ -9,7 +9,8 @@
 #   4. rows nothing checks: a second final eval, a test/accuracy row;
 #   6. certificates: signed by another key, or copied beside another run;
 #   7. a corrupt checkpoint no challenge loads (by its leaf table and sampled leaves, or read
-#      whole); damaged logs neither hang nor crash a reader.
+#      whole); damaged logs neither hang nor crash a reader;
+#   8. a dataset whose records hide a document from wit query, prepared and trained on.
 # Usage: guarantee.sh WIT_BINARY DISHONEST_BINARY SOURCE_DIR
 source "$(dirname "$0")/verify_setup.sh"
 "$wit" train "$cfg" "${sets[@]}" --out "$work/n1" -q >/dev/null || fail "train n1"
@@ -206,4 +207,14 @@ grep -q "REJECTED" "$work/hint.out" && { cat "$work/hint.out"; fail "an edited d
 grep -q "wit: error: /nonexistent-dataset .*give the run's dataset with --data" "$work/hint.out" || { cat "$work/hint.out"; fail "dataset hint: message"; }
 verify_k "$work/lie" -c 2 --data "$work/data" >"$work/hint.out" 2>&1 || { cat "$work/hint.out"; fail "with --data the honest run is not certified"; }
 echo "an edited dataset hint: an error asking for --data, not a verdict; with --data: certified"
+# 8. The trainer prepares the data: its manifest records document 5 under the hash of other text
+# (its root recomputed), so wit query would say not-in-dataset for a document trained on. The
+# run is honest on that dataset; the verifier checks every record against its tokens.
+cp -r "$work/data" "$work/hiding"
+"$liar" "$work/hiding" - hide-document 5 || fail "hide-document"
+"$wit" train "$cfg" "${sets[@]}" --set data.dir="$work/hiding" --out "$work/hidden" -q >/dev/null || fail "train on the hiding dataset"
+verify_k "$work/hidden" -c 2 >"$work/hide.out" 2>&1 && { cat "$work/hide.out"; fail "a run whose dataset hides a document was certified"; }
+grep -q "REJECTED: structure: .*document 5 ([a-z]* split, tokens [0-9]* to [0-9]*): its tokens decode to text of SHA-256 [0-9a-f]*, but the record says" "$work/hide.out" ||
+  { cat "$work/hide.out"; fail "hidden document: reason"; }
+echo "a dataset hiding a document from queries: $(grep -o 'REJECTED: structure: .*document 5 ([^)]*)' "$work/hide.out")"
 echo "guarantee: every class refused"

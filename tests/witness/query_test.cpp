@@ -11,7 +11,9 @@
 #include "core/merkle.h"
 #include "tests/data/temp_dir.h"
 #include "trainer/data/dataset.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/prepare.h"
+#include "trainer/data/shard.h"
 #include "trainer/data/split.h"
 #include "record/run_config.h"
 
@@ -158,6 +160,41 @@ TEST(Query, UnknownEmptyAndOutOfRange) {
   other.meta.manifest_root = sha256("another dataset");
   EXPECT_TRUE(contains(error_of([&] { DataIndex(fx.dataset->manifest(), other, "test data"); }),
                        "give the run's dataset"));
+}
+
+// llm.c shards' records hash each document's tokens, so a text query is tokenized as llm.c
+// tokenizes: [50256] + GPT-2's encoding of the raw text. (Hashing the text instead answered
+// not-in-dataset for every document, with a proof that checked.)
+TEST(Query, TextQueriesOfLlmcShardsAreTokenizedAsLlmcDoes) {
+  QueryFixture fx;
+  const auto gpt2 = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
+  std::vector<uint16_t> tokens;
+  for (const auto& d : corpus()) {
+    tokens.push_back(data::kGpt2Eot);
+    const auto body = gpt2->encode(d);
+    tokens.insert(tokens.end(), body.begin(), body.end());
+  }
+  std::filesystem::create_directories(fx.dir / "llmc");
+  {
+    data::ShardWriter w(fx.dir / "llmc/fw_train_000000.bin");
+    w.append(tokens.data(), tokens.size());
+    w.finish();
+  }
+  data::PrepareOptions o;
+  o.input = fx.dir / "llmc";
+  o.out = fx.dir / "llmc_data";
+  data::prepare(o);
+  fx.dataset = std::make_unique<data::Dataset>(data::Dataset::open(o.out));
+  ASSERT_EQ(fx.dataset->manifest().tokenizer, "external");
+  fx.dataset->verify_documents();
+  DataIndex index(fx.dataset->manifest(), fx.facts(1000), "llmc data");
+  const Answer seventh = index.query_bytes(corpus()[7], "doc 7");
+  EXPECT_EQ(seventh.document_ids, std::vector<uint64_t>{7});
+  EXPECT_EQ(seventh.verdict, Verdict::Included);
+  EXPECT_EQ(seventh.sha256, fx.dataset->manifest().documents[7].sha256);
+  EXPECT_NE(seventh.sha256, document_sha256(corpus()[7]));
+  EXPECT_EQ(index.query_bytes(corpus()[5], "doc 5").document_ids, (std::vector<uint64_t>{5, 60}));
+  EXPECT_EQ(index.query_bytes("never in this corpus\n", "x").verdict, Verdict::NotInDataset);
 }
 
 // The root commits to each document's split and place: the same documents split otherwise are

@@ -166,8 +166,19 @@ std::string run_bible_program() {
 std::string canonicalize(std::string_view raw) {
   std::string out;
   out.reserve(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i)
-    if (!(raw[i] == '\r' && i + 1 < raw.size() && raw[i + 1] == '\n')) out.push_back(raw[i]);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\r') {
+      // A run of CRs that ends a line goes whole, so the result holds no "\r\n" and canonical
+      // bytes are canonical again (dropping one CR of "\r\r\n" would leave "\r\n").
+      size_t j = i;
+      while (j < raw.size() && raw[j] == '\r') ++j;
+      if (j < raw.size() && raw[j] == '\n') {
+        i = j - 1;
+        continue;
+      }
+    }
+    out.push_back(raw[i]);
+  }
   return out;
 }
 
@@ -181,7 +192,7 @@ void read_directory_documents(const fs::path& dir, const DocumentVisitor& visit)
 }
 
 void read_jsonl_documents(const fs::path& file, const std::string& text_field,
-                          const DocumentVisitor& visit) {
+                          const DocumentVisitor& visit, bool canonical) {
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot read {}: {}", file.string(), std::strerror(errno));
   std::string line;
@@ -206,7 +217,8 @@ void read_jsonl_documents(const fs::path& file, const std::string& text_field,
     }
     if (!field->is_string())
       fail("{}: field '{}' is {}, expected a string", where, text_field, field->type_name());
-    visit(Document{canonicalize(field->get_ref<const std::string&>()), where});
+    const std::string& text = field->get_ref<const std::string&>();
+    visit(Document{canonical ? canonicalize(text) : text, where});
   }
   if (in.bad()) fail("cannot read {}: read error", file.string());
 }

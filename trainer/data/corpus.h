@@ -2,8 +2,9 @@
 // King James Bible. Readers stream documents to a visitor, so a corpus never sits in memory.
 //
 // Canonical bytes (protocol: a document's SHA-256 in the manifest is over exactly these):
-//   the document's bytes as read, with every "\r\n" turned into "\n"; nothing else changes
-//   (no Unicode normalisation, no trimming; any bytes are allowed). Readers hand over documents
+//   the document's bytes as read, with every line ending "\r\n" (or "\r...\r\n") turned into
+//   "\n"; nothing else changes (no Unicode normalisation, no trimming; any bytes are allowed).
+//   Canonical bytes hold no "\r\n", so canonicalizing them again changes nothing. Readers hand over documents
 //   already canonical, empty ones included; `prepare` skips and counts those.
 // Where the document boundaries are:
 //   text file  documents are separated by lines that are exactly "<|endoftext|>" (after CRLF
@@ -35,13 +36,15 @@ struct Document {
 
 using DocumentVisitor = std::function<void(Document&&)>;
 
-// "\r\n" -> "\n".
+// "\r\n" and "\r...\r\n" -> "\n".
 std::string canonicalize(std::string_view raw);
 
 void read_text_documents(const fs::path& file, const DocumentVisitor& visit);
 void read_directory_documents(const fs::path& dir, const DocumentVisitor& visit);
+// `canonical` false hands over each text as it is in the file (a query of llm.c-tokenized data,
+// whose documents were tokenized from their raw text).
 void read_jsonl_documents(const fs::path& file, const std::string& text_field,
-                          const DocumentVisitor& visit);
+                          const DocumentVisitor& visit, bool canonical = true);
 void read_kjv_documents(const DocumentVisitor& visit);
 
 // "auto" resolved from the input: empty -> kjv; a directory holding only .bin files -> llmc;

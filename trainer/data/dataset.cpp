@@ -1,7 +1,13 @@
 // Opening a prepared data dir: manifest first, then every shard, checked against it.
 #include "trainer/data/dataset.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
 #include "core/error.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/split.h"
 
 namespace wit::data {
@@ -50,6 +56,112 @@ void Dataset::verify_shard_hashes() const {
     if (actual != e.sha256)
       fail("{}: SHA-256 is {} but the manifest says {}: the shard changed after prepare",
            path.string(), to_hex(actual), to_hex(e.sha256));
+  }
+}
+
+namespace {
+
+// One record's tokens, streamed in pieces, against what the record says.
+class DocumentCheck {
+ public:
+  DocumentCheck(const Manifest& m, const Gpt2Tokenizer* gpt2) : m_(m), gpt2_(gpt2) {}
+
+  // `where` names the record; `may_start_mid_document`: an llm.c split's first record.
+  void check(const TokenStream& stream, const DocumentEntry& d, uint64_t at,
+             bool may_start_mid_document, const std::string& where) const {
+    const bool text = m_.tokenizer != "external";
+    Sha256 hash;
+    char last = 0;  // the previous content byte, for "\r\n" across pieces
+    std::vector<uint16_t> piece;
+    std::string content;  // a piece's text
+    for (uint64_t done = 0; done < d.length;) {
+      const uint64_t n = std::min<uint64_t>(d.length - done, 1 << 20);
+      piece.resize(n);
+      stream.read(at + done, n, piece.data());
+      content.clear();
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint16_t t = piece[i];
+        const uint64_t k = done + i;  // the token's place in the record
+        if (t >= m_.vocab_size)
+          fail("{}: token {} is {}, outside the vocabulary of {}", where, k, t, m_.vocab_size);
+        if (k == 0 && t != m_.eot_token && !may_start_mid_document)
+          fail("{}: does not begin with the end-of-text token {} (it begins with {})", where,
+               m_.eot_token, t);
+        if (k > 0 && t == m_.eot_token)
+          fail("{}: holds the end-of-text token at its token {}: one record covers two "
+               "documents, so the second could not be found by its own hash",
+               where, k);
+        if (!text || (k == 0 && t == m_.eot_token)) continue;
+        const size_t from = content.size();
+        if (gpt2_)
+          content += gpt2_->token_bytes(t);
+        else
+          content.push_back(char(t));
+        for (size_t c = from; c < content.size(); ++c) {
+          if (last == '\r' && content[c] == '\n')
+            fail("{}: its text holds \"\\r\\n\" (at token {}), which canonical bytes never do: "
+                 "no document read by wit query could hash to it",
+                 where, k);
+          last = content[c];
+        }
+      }
+      if (text)
+        hash.update(content);
+      else
+        hash.update(piece.data(), n * sizeof(uint16_t));  // little-endian, as shards are
+      done += n;
+    }
+    const Digest got = hash.finish();
+    if (got != d.sha256)
+      fail("{}: its tokens {} SHA-256 {}, but the record says {}: the record does not say what "
+           "was trained",
+           where, text ? "decode to text of" : "have", to_hex(got), to_hex(d.sha256));
+  }
+
+ private:
+  const Manifest& m_;
+  const Gpt2Tokenizer* gpt2_;
+};
+
+}  // namespace
+
+void Dataset::verify_documents(const fs::path& gpt2_vocab) const {
+  const std::string file = (dir_ / kManifestFile).string();
+  std::unique_ptr<Gpt2Tokenizer> gpt2;
+  if (manifest_.tokenizer == "gpt2") {
+    gpt2 = Gpt2Tokenizer::load(gpt2_vocab_dir(gpt2_vocab));
+    if (gpt2->vocab_digest() != manifest_.tokenizer_vocab)
+      fail("{}: tokenized with the GPT-2 vocabulary {}, but the one installed here is {}",
+           file, to_hex(manifest_.tokenizer_vocab).substr(0, 16),
+           to_hex(gpt2->vocab_digest()).substr(0, 16));
+  } else if (manifest_.tokenizer != "byte" && manifest_.tokenizer != "external") {
+    fail("{}: tokenizer '{}' is none that wit knows (byte, gpt2, external)", file,
+         manifest_.tokenizer);
+  }
+  const DocumentCheck check(manifest_, gpt2.get());
+  for (uint8_t s : {kSplitTrain, kSplitVal}) {
+    std::vector<std::pair<uint64_t, const DocumentEntry*>> records;  // (stream offset, record)
+    for (const DocumentEntry& d : manifest_.documents)
+      if (d.split == s) records.push_back({stream_offset(d), &d});
+    std::sort(records.begin(), records.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const TokenStream& stream = split(s);
+    uint64_t covered = 0;  // the stream's tokens [0, covered) are in a checked record
+    for (const auto& [at, d] : records) {
+      const std::string where = fmt::format("{}: document {} ({} split, tokens {} to {})", file,
+                                            d->id, split_name(s), at, at + d->length);
+      if (at != covered)
+        fail("{}: {} where the records before it end at token {}: the records must cover the "
+             "split's tokens exactly once",
+             where, at < covered ? "overlaps them" : "leaves a gap", covered);
+      if (d->length == 0 || d->length > stream.size() - at)
+        fail("{}: {} tokens, but the split has {}", where, d->length, stream.size());
+      check.check(stream, *d, at, manifest_.tokenizer == "external" && at == 0, where);
+      covered = at + d->length;
+    }
+    if (covered != stream.size())
+      fail("{}: the {} split's records cover its first {} tokens of {}: the rest is in no record",
+           file, split_name(s), covered, stream.size());
   }
 }
 

@@ -36,6 +36,17 @@ class Dataset {
   // Recomputes every shard file's SHA-256 and compares it with the manifest.
   void verify_shard_hashes() const;
 
+  // Checks every document record against the tokens it names, so that a record's hash says
+  // what was trained (wit query answers from the records alone): per split, the records cover
+  // its token stream exactly once, in order; each begins with the end-of-text token (but an
+  // llm.c split's first, which may begin mid-document) and holds no other; every token is in
+  // the vocabulary; and the record's SHA-256 is that of what its tokens are: the canonical
+  // text they decode to (byte, gpt2; canonical bytes hold no "\r\n") or the little-endian
+  // tokens themselves (external). A gpt2 dataset needs the vocabulary it names (`gpt2_vocab`,
+  // as gpt2_vocab_dir takes it). Reads every token once; throws wit::Error naming the first
+  // record that does not hold.
+  void verify_documents(const fs::path& gpt2_vocab = {}) const;
+
  private:
   Dataset() = default;
   fs::path dir_;

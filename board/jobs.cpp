@@ -521,7 +521,9 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
         revoke(r.reporter, fmt::format("reported {} for {} of entry {}, which the board's replay {}",
                                        r.passed ? "a pass" : "a failure", what, entry,
                                        board->passed ? "passed" : "failed"));
-      } else if (compare && r.evidence.empty()) {
+      } else if ((compare && r.evidence.empty()) || (board->passed && probe_at < 0)) {
+        // No evidence, or a segment of one step, whose replay leaves none a worker that did
+        // not replay could not give: a pass that proves no work earns no contribution.
         standing(r, "unproven");
       } else if (compare && r.evidence != board->evidence) {
         standing(r, "wrong");
@@ -548,6 +550,9 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
   // so colluding workers cannot strike an honest entry.
   for (const Rep* r : distinct)
     if (!r->passed) return to_board("a worker reported a failure: the board replays it");
+  if (probe_at < 0)
+    return to_board(
+        "a segment of one step has no state inside it to show a replay: the board replays it");
   for (const Rep* r : distinct)
     if (probe_at >= 0 && r->evidence.empty())
       return to_board("a report came without evidence of its replay: the board replays it");

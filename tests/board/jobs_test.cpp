@@ -51,24 +51,25 @@ class JobsTest : public ::testing::TestWithParam<std::string> {
     policy_.lease_ms = 1000;
   }
 
-  // An entry of `who` with `segments` segments of 10 steps whose audit passed (or not).
-  std::string entry(const std::string& who, int64_t segments = 6, bool audit = true) {
+  // An entry of `who` with `segments` segments of `steps_each` steps whose audit passed (or not).
+  std::string entry(const std::string& who, int64_t segments = 6, bool audit = true,
+                    int64_t steps_each = 10) {
     const std::string id = random_hex(8);
     db_->exec(
         "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
         "created, receipt) VALUES ($1, 'kjv-tiny', $2, $3, $4, $5, $6, 'verifying', $7, '{}')",
-        {id, ids_.at(who), "run of " + who, std::string(64, 'a'), segments * 10,
+        {id, ids_.at(who), "run of " + who, std::string(64, 'a'), segments * steps_each,
          json({{"witness.h5", std::string(64, 'b')}}).dump(), utc_now()});
     EntryFacts f;
     f.certificate_fields = {{"genesis", std::string(64, '1')},
-                            {"signed_head", {{"hash", std::string(64, '2')}, {"steps", segments * 10}}},
+                            {"signed_head", {{"hash", std::string(64, '2')}, {"steps", segments * steps_each}}},
                             {"manifest_root", std::string(64, '3')},
                             {"data_layout", std::string(64, '4')},
                             {"trainer_key", std::string(64, '5')},
                             {"model_sha256", std::string(64, '6')},
                             {"final_state_hash", std::string(64, '7')}};
-    f.steps = segments * 10;
-    f.segment_steps = 10;
+    f.steps = segments * steps_each;
+    f.segment_steps = steps_each;
     f.segments = segments;
     f.val_loss = 2.5;
     f.params = 1000;
@@ -223,6 +224,23 @@ TEST_P(JobsTest, ContributionsCountOnlyReplaysTheBoardsOwnReplayConfirmed) {
   EXPECT_TRUE((*c)["guarantee"]["bounds"][0].contains("under_collusion"));
   EXPECT_TRUE(contains((*c)["guarantee"]["statement"], "whatever the number of participants colluding"));
   EXPECT_TRUE(contains(witness::certificate_strength(*c).summary, "if participants collude with the submitter"));
+}
+
+// A segment of one step has no state inside it, so its replay leaves no evidence that a worker
+// which did not replay could not give: two workers' passes do not decide it, and the board's
+// own pass confirms nobody's.
+TEST_P(JobsTest, OneStepSegmentsAreDecidedByTheBoardAndEarnNoContribution) {
+  policy_.pool_delay_ms = 60'000;
+  const std::string e = entry("alice", 6, true, 1);
+  const int64_t drawn = distinct_draws(e);
+  EXPECT_EQ(drain(ids_["bob"]), drawn);  // passes without evidence: there is none to give
+  EXPECT_EQ(drain(ids_["carol"]), 0);    // nothing to check: the board replays them
+  EXPECT_EQ(status(e), "verifying");
+  drain(kBoardWorker);
+  EXPECT_EQ(status(e), "certified");
+  for (const json& c : queue().verification(e)["checks"]) EXPECT_EQ(c["decided_by"], "board") << c;
+  EXPECT_EQ(standing_of(e, "bob"), "unproven");
+  EXPECT_EQ(queue().contributions(ids_["bob"]), 0);
 }
 
 TEST_P(JobsTest, AWorkerThatLiesIsCaughtRevokedAndItsPastReportsAreReplayedByTheBoard) {

@@ -31,6 +31,10 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["challenge_source"]["kind"] == "fiat-shamir" and c["challenge_source"]["grinding_budget_bits"] == 40
 assert "only against a trainer who did not retry" in c["guarantee"]["statement"]
+# The trainer could compute the sampled leaves from its own signed head: no availability bound.
+cs = c["checkpoints"]["statement"]
+assert "which the trainer could compute, so nothing is shown of the others (no bound" in cs, cs
+assert "probability" not in cs, cs
 for b in c["guarantee"]["bounds"]:
     # f = 25 %, c = 8, 2^40 tries: 2^40 * 0.75^8 > 1, so no guarantee may be stated.
     assert b["rejected_with_probability_at_least"] == 0.0, b

@@ -342,6 +342,7 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
   // Signatures: each covers a prefix of every table.
   const std::string run_key = key_id(log.meta.public_key);
   Heads last_signed;
+  size_t last_signed_row = 0;
   for (size_t i = 0; i < t.signatures.size(); ++i) {
     const SignatureRow& s = t.signatures[i];
     auto problem = [&](const char* field, std::string msg) {
@@ -379,7 +380,23 @@ LogReport check_log(const WitnessLog& log, const std::optional<PublicKey>& trust
                                        key_id(s.public_key)));
       continue;
     }
+    // Each signature covers at least what the one before it did. The last one says where the
+    // run stands (wit query's answers end there), so an earlier head signed again after a later
+    // one would set that back.
+    if (report.signatures_valid > 0 &&
+        (h.steps < last_signed.steps || h.fingerprints < last_signed.fingerprints ||
+         h.checkpoints < last_signed.checkpoints || h.evals < last_signed.evals)) {
+      problem("steps",
+              fmt::format("covers {} steps, {} fingerprints, {} checkpoints and {} evals, less than "
+                          "signatures row {} before it ({}, {}, {} and {}): an earlier head signed "
+                          "again",
+                          h.steps, h.fingerprints, h.checkpoints, h.evals, last_signed_row,
+                          last_signed.steps, last_signed.fingerprints, last_signed.checkpoints,
+                          last_signed.evals));
+      continue;
+    }
     ++report.signatures_valid;
+    last_signed_row = i;
     report.signed_steps = std::max(report.signed_steps, h.steps);
     last_signed = h;
     report.signed_heads = heads_of(genesis, t, h.steps, h.fingerprints, h.checkpoints, h.evals);

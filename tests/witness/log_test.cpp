@@ -440,6 +440,35 @@ TEST(WitnessLogTampering, CorruptedSignature) {
                        "signatures row 1, field signature: is not a valid Ed25519 signature"));
 }
 
+// The last signature says where a run stands (wit query's answers end there): a trainer that
+// signs an earlier head again, after a later one, would set it back. Signatures cover growing
+// prefixes, so that is a problem.
+TEST(WitnessLogTampering, AnEarlierHeadSignedAgainAfterALaterOne) {
+  LogRun run;
+  {
+    LogWriter w = LogWriter::create(run.file, test_meta(run.key, 2 * kSteps),
+                                    SigningKey::load(run.save_key()));
+    record(w, 0, kSteps);  // half of the run: signed at the start and after steps 4 and 8
+  }
+  ASSERT_TRUE(run.check().ok()) << first_problem(run.check());
+  const WitnessLog log = read_log(run.file);
+  Tables t = log.tables;
+  ASSERT_EQ(t.signatures.size(), 3u);
+  ASSERT_EQ(t.signatures[1].heads.steps, 4u);
+  t.signatures.push_back(t.signatures[1]);  // a valid signature, of the 4-step head
+  write_log_file(run.file, log.meta, t, {});
+  const LogReport r = run.check();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(first_problem(r),
+            "signatures row 3, field steps: covers 4 steps, 2 fingerprints, 1 checkpoints and 1 "
+            "evals, less than signatures row 2 before it (8, 4, 2 and 2): an earlier head signed "
+            "again");
+  // Signing the same head twice is no problem: the final signature often repeats the last.
+  t.signatures.back() = t.signatures[2];
+  write_log_file(run.file, log.meta, t, {});
+  EXPECT_TRUE(run.check().ok()) << first_problem(run.check());
+}
+
 TEST(WitnessLogTampering, RowsAppendedAfterTheFinalSignature) {
   LogRun run;
   run.write();

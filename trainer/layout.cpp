@@ -1,6 +1,7 @@
 #include "trainer/layout.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "core/error.h"
@@ -148,6 +149,11 @@ class DdpLayout final : public Layout {
     return wit::state_hash(genesis, opt_.step, host(flat_), host(opt_.m), host(opt_.v), version);
   }
   torch::Tensor full_params() override { return flat_.to(torch::kCPU); }
+  HostState full_state() override {
+    HostState s;
+    snapshot(s);
+    return s;
+  }
 
   // Rank r computes the aligned block [r·M/N, (r+1)·M/N): a subtree of the canonical tree.
   std::vector<int64_t> micro_batches_of_rank(int64_t M) const override {
@@ -299,6 +305,18 @@ class FsdpLayout final : public Layout {
     if (comm_.is_root()) h.emplace(genesis, opt_.step, num_params_, version);
     stream_state([&](const float* p, int64_t n) { h->update(p, size_t(n) * sizeof(float)); });
     return h ? h->finish() : Digest{};
+  }
+  HostState full_state() override {
+    torch::Tensor all;  // parameters, m, v, as the state streams to rank 0
+    if (comm_.is_root()) all = torch::empty({3 * num_params_}, torch::kFloat32);
+    int64_t at = 0;
+    stream_state([&](const float* p, int64_t n) {
+      std::memcpy(all.data_ptr<float>() + at, p, size_t(n) * sizeof(float));
+      at += n;
+    });
+    if (!comm_.is_root()) return {};
+    return {all.narrow(0, 0, num_params_), all.narrow(0, num_params_, num_params_),
+            all.narrow(0, 2 * num_params_, num_params_)};
   }
   torch::Tensor full_params() override {
     auto full = torch::empty({num_params_}, torch::kFloat32);

@@ -92,6 +92,9 @@ class Layout {
   virtual Digest state_hash(const Digest& genesis, uint32_t version = kCheckpointVersion) = 0;
   // Collective: the whole flat parameter vector (P,) on the host, meaningful on rank 0.
   virtual torch::Tensor full_params() = 0;
+  // Collective: the whole state (parameters and AdamW moments) on rank 0's host; empty on the
+  // other ranks.
+  virtual HostState full_state() = 0;
   // Collective: the final weights as safetensors, written by rank 0.
   void export_model(const std::filesystem::path& file,
                     const std::map<std::string, std::string>& metadata);

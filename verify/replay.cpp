@@ -115,19 +115,32 @@ void Verification::check_checkpoint(uint64_t step) {
                    : "");
     return;
   }
-  // Other hardware: the replayed weights against the committed checkpoint's.
-  const torch::Tensor mine = layout_->full_params();
+  // Other hardware: the replayed state against the committed checkpoint's, the AdamW moments
+  // too: a later segment's replay starts from the committed ones, so moments nobody compared
+  // could carry any jump of the weights the trainer liked into its first step.
+  const HostState mine = layout_->full_state();
   std::string problem;
   if (root_) {
-    const Checkpoint c = load_checkpoint_weights(checkpoint_file(step));
-    const double d = (mine - c.params).norm().item<double>() /
-                     std::max(c.params.norm().item<double>(), 1e-30);
-    out_.distances.weights = std::max(out_.distances.weights, d);
-    if (!(d <= *o_.tolerance))
+    const Checkpoint c = load_checkpoint(checkpoint_file(step));  // whole, its hash checked
+    const auto distance = [](const torch::Tensor& replayed, const torch::Tensor& committed) {
+      return (replayed - committed).norm().item<double>() /
+             std::max(committed.norm().item<double>(), 1e-30);
+    };
+    const double w = distance(mine.params, c.params);
+    const double m = std::max(distance(mine.m, c.m), distance(mine.v, c.v));
+    out_.distances.weights = std::max(out_.distances.weights, w);
+    out_.distances.moments = std::max(out_.distances.moments, m);
+    if (!(w <= *o_.tolerance))
       problem = fmt::format(
           "checkpoint after step {}: the replayed weights are at relative L2 distance "
           "{:.3g} from the committed ones, beyond the tolerance {:.3g}",
-          step, d, *o_.tolerance);
+          step, w, *o_.tolerance);
+    else if (!(m <= *o_.tolerance))
+      problem = fmt::format(
+          "checkpoint after step {}: the replayed AdamW moments are at relative L2 distance "
+          "{:.3g} from the committed ones, beyond the tolerance {:.3g} (the next segment "
+          "starts from them)",
+          step, m, *o_.tolerance);
   }
   agree_with_root(comm_, problem);
 }

@@ -143,7 +143,8 @@ nlohmann::json Verification::certificate() const {
                         {"grad_norm", out_.distances.grad_norm},
                         {"probe_logprob", out_.distances.probe_logprob},
                         {"eval", out_.distances.eval},
-                        {"weights", out_.distances.weights}}}};
+                        {"weights", out_.distances.weights},
+                        {"moments", out_.distances.moments}}}};
   return c;
 }
 

@@ -110,6 +110,7 @@ struct Availability {
 // which are absolute).
 struct Distances {
   double loss = 0, grad_norm = 0, probe_logprob = 0, eval = 0, weights = 0;
+  double moments = 0;  // AdamW's m and v at closing checkpoints
 };
 
 struct VerifyReport {

@@ -183,9 +183,9 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
     verdict = fmt::format(
         "CONSISTENT WITHIN TOLERANCE: {} ({} of {} segments replayed; not certified: {})\n"
         "  largest distances seen: loss {:.3g}, grad_norm {:.3g}, probe log-prob {:.3g}, eval "
-        "{:.3g}, checkpointed weights {:.3g}\n",
+        "{:.3g}, checkpointed weights {:.3g}, AdamW moments {:.3g}\n",
         o.run.string(), r.challenged.size(), r.segments, r.reason, d.loss, d.grad_norm,
-        d.probe_logprob, d.eval, d.weights);
+        d.probe_logprob, d.eval, d.weights, d.moments);
   } else {
     verdict = fmt::format("CERTIFIED: {} ({} of {} segments replayed exactly)\n  {}\n",
                           o.run.string(), r.challenged.size(), r.segments,

@@ -14,6 +14,9 @@
 //     inflate-eval               log a better final val loss
 //     splice-checkpoint STEP FILE  put FILE's state (another run's checkpoint) in place of the
 //                                checkpoint after STEP, under this run's header, and log its hash
+//     scale-moments STEP FACTOR  multiply AdamW's m in the checkpoint after STEP by FACTOR (the
+//                                weights kept), and log its hash: the next step from it moves
+//                                the weights as the trainer likes
 //     claim-seed SEED            claim the run started from another initialisation seed
 //     second-final-eval          add a val/loss row of 1.0 for the last step, before the real one
 //     extra-metric               add a test/accuracy row for the last step
@@ -171,6 +174,15 @@ int rewrite(int argc, char** argv) {
                                          other.params, other.m, other.v);
     for (auto& c : t.checkpoints)
       if (c.fields.step == s) c.fields.state_hash = state;
+  } else if (attack == "scale-moments") {
+    const uint64_t s = arg(0);
+    if (argc < 6) fail("scale-moments needs STEP and FACTOR");
+    const auto ck = checkpoint_path(std::filesystem::path(argv[1]), int64_t(s));
+    const Checkpoint c = load_checkpoint(ck);
+    const Digest state = save_checkpoint(ck, {int64_t(s), c.info.num_params, meta.genesis(), {}},
+                                         c.params, c.m * std::stod(argv[5]), c.v);
+    for (auto& row : t.checkpoints)
+      if (row.fields.step == s) row.fields.state_hash = state;
   } else if (attack == "claim-seed") {
     // The run's weights came from elsewhere; the liar claims an initialisation from seed SEED
     // and recommits every step's generator seeds to match the claim (the seed derivation is

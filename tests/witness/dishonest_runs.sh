@@ -193,6 +193,25 @@ verify_c "$work/n1" --segment 6 -c 20 >"$work/seg.out" 2>&1 || { cat "$work/seg.
 grep -q "2 of 2 segments (12 steps) replayed bit for bit" "$work/seg.out" || { cat "$work/seg.out"; fail "--segment 6: coverage"; }
 rm -f "$work/n1/certificate.json"
 echo "segments of 6 steps: honest certified, forged loss: $(grep REJECTED "$work/lie.out")"
+# The moments in a checkpoint are where the next segment's replay starts: doubled, with the
+# weights and every logged value honest, they are caught where the segment before closes.
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate.json"
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" scale-moments 6 2 >/dev/null || fail "scale-moments"
+if verify "$work/lie" --tolerance 1e-3 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "moments doubled at a checkpoint: consistent within tolerance"; fi
+grep -q "REJECTED: challenges: checkpoint after step 6: the replayed AdamW moments are at relative L2 distance 0.5 " "$work/lie.out" ||
+  { cat "$work/lie.out"; fail "tolerance, doubled moments: reason"; }
+echo "tolerance, moments doubled at a checkpoint: $(grep REJECTED "$work/lie.out")"
+# The same under 2 FSDP processes, whose state is gathered from the shards: the lie by the same
+# distance, the honest run with none.
+fsdp_tolerance() { $mpirun 2 "$wit" verify "$1" --key "$work/verifier.pem" --trainer-key "$WIT_SIGNING_KEY.pub" -c 40 --mode fsdp --tolerance 1e-3; }
+fsdp_tolerance "$work/lie" >"$work/lie.out" 2>&1 && { cat "$work/lie.out"; fail "doubled moments, 2 fsdp: consistent within tolerance"; }
+grep -q "REJECTED: challenges: checkpoint after step 6: the replayed AdamW moments are at relative L2 distance 0.5 " "$work/lie.out" ||
+  { cat "$work/lie.out"; fail "tolerance, doubled moments, 2 fsdp: reason"; }
+fsdp_tolerance "$work/n1" >"$work/tol.out" 2>&1
+[ $? -eq 4 ] || { cat "$work/tol.out"; fail "honest n1, 2 fsdp, tolerance: expected exit 4"; }
+grep -q "checkpointed weights 0, AdamW moments 0$" "$work/tol.out" || { cat "$work/tol.out"; fail "honest n1, 2 fsdp: distances"; }
+rm -f "$work/n1/certificate.json"
+echo "tolerance under 2 fsdp: doubled moments rejected, the honest run at distance 0"
 
 # Bad input: a precise error, a non-zero exit, never a certificate.
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json" "$work/bad/checkpoints/step_00000006.ckpt"

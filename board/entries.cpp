@@ -57,24 +57,27 @@ Digest trajectory_hash(const witness::RunMeta& meta, const std::vector<witness::
   return h.finish();
 }
 
-// The names of a run's segments, with the first step each covers. The first segment is left out
-// when there are others: runs that differ only in a setting whose effect starts after step 0 (a
+// Runs are compared in blocks of steps on one grid for the whole board, never on a run's own
+// segments: those follow train.checkpoint_every, which a copy re-signed with another value would
+// change, and no block of it would then be named as the original's are.
+constexpr int64_t kTrajectoryBlock = 16;
+
+// The names of a run's blocks, with the first step each covers. The first block is left out when
+// there are others: runs that differ only in a setting whose effect starts after step 0 (a
 // learning rate, under warmup) may share it honestly.
-std::vector<std::pair<int64_t, Digest>> trajectory_segments(const witness::WitnessLog& log,
-                                                            int64_t segment_steps) {
+std::vector<std::pair<int64_t, Digest>> trajectory_blocks(const witness::WitnessLog& log) {
   std::vector<std::pair<int64_t, Digest>> out;
   const auto& rows = log.tables.steps;
-  const int64_t n = int64_t(rows.size());
-  for (int64_t first = n > segment_steps ? segment_steps : 0; first < n; first += segment_steps)
-    out.emplace_back(first, trajectory_hash(log.meta, rows, first, std::min(n - first, segment_steps)));
+  const int64_t n = int64_t(rows.size()), G = kTrajectoryBlock;
+  for (int64_t first = n > G ? G : 0; first < n; first += G)
+    out.emplace_back(first, trajectory_hash(log.meta, rows, first, std::min(n - first, G)));
   return out;
 }
 
-// Refuses a run that shares a segment with an entry already on the board, whoever entered it and
+// Refuses a run that shares a block with an entry already on the board, whoever entered it and
 // whatever became of it: a computation enters once, under its first receipt.
-void refuse_copies(Db& db, const std::vector<std::pair<int64_t, Digest>>& segments,
-                   int64_t segment_steps, int64_t steps) {
-  for (const auto& [first, digest] : segments) {
+void refuse_copies(Db& db, const std::vector<std::pair<int64_t, Digest>>& blocks, int64_t steps) {
+  for (const auto& [first, digest] : blocks) {
     const auto rows = db.query(
         "SELECT e.id, p.name, e.created FROM board_trajectories t JOIN board_entries e ON "
         "e.id = t.entry JOIN board_participants p ON p.id = e.participant WHERE t.digest = $1",
@@ -82,7 +85,7 @@ void refuse_copies(Db& db, const std::vector<std::pair<int64_t, Digest>>& segmen
     if (!rows.empty())
       fail("steps {} to {} of this run are entry {}'s (entered by {} at {}): a run enters the "
            "board once, under whoever entered it first; another run needs its own seed",
-           first, std::min(first + segment_steps, steps) - 1, rows[0].text(0), rows[0].text(1),
+           first, std::min(first + kTrajectoryBlock, steps) - 1, rows[0].text(0), rows[0].text(1),
            rows[0].text(2));
   }
 }
@@ -102,7 +105,7 @@ void migrate_entries(Db& db) {
       " status TEXT NOT NULL,"
       " created TEXT NOT NULL,"
       " receipt TEXT NOT NULL)");
-  // Every entry's segments by their key-independent names (refuse_copies).
+  // Every entry's blocks of steps by their key-independent names (refuse_copies).
   db.exec(
       "CREATE TABLE IF NOT EXISTS board_trajectories ("
       " digest TEXT PRIMARY KEY,"
@@ -261,7 +264,7 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
     throw;
   }
   fs::remove_all(dir);
-  const auto segments = trajectory_segments(log, facts.segment_steps);
+  const auto blocks = trajectory_blocks(log);
 
   const std::string head_hex = to_hex(witness::head_hash(head));
   const std::string id = random_hex(8), created = utc_now();
@@ -279,13 +282,13 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   std::lock_guard<std::mutex> lock(intake.db_mutex);
   JobQueue q(db, intake.policy, board_key);
   db.transaction([&] {
-    refuse_copies(db, segments, facts.segment_steps, facts.steps);
+    refuse_copies(db, blocks, facts.steps);
     db.exec(
         "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
         "created, receipt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         {id, track->id, p.id, s.name, head_hex, int64_t(report.signed_steps),
          nlohmann::json(s.files).dump(), std::string("verifying"), created, receipt.dump()});
-    for (const auto& [first, digest] : segments)
+    for (const auto& [first, digest] : blocks)
       db.exec("INSERT INTO board_trajectories (digest, entry, first_step) VALUES ($1, $2, $3)",
               {to_hex(digest), id, first});
     q.record(id, facts, audit);

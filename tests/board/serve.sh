@@ -105,7 +105,7 @@ echo "submit: entry recorded with its signed head and a verified receipt; a run 
 # without training looks like to the board: every step's fields the same, every hash not).
 out=$("$wit" board submit "$work/run" --server "$url" --token "$token" --track kjv-tiny --name again 2>&1) &&
   fail "the same run was entered twice"
-grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the duplicate: $out"
+grep -q "400 steps 0 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the duplicate: $out"
 "$wit" keygen --out "$work/thief.pem" >/dev/null
 # Theft: lab-b downloads lab-a's published run and enters it as is: its log is signed by a key
 # lab-b cannot register (it does not hold the private key), so the board refuses it first.
@@ -138,11 +138,17 @@ WIT_SIGNING_KEY="$work/thief.pem" "$wit" train "$src/configs/tiny.yaml" "${small
   fail "train the copy"
 out=$("$wit" board submit "$work/copy" --server "$url" --token "$token_b" --track kjv-tiny --name mine \
   --key "$work/thief.pem" 2>&1) && fail "a re-keyed copy of another participant's run was entered"
-grep -q "400 steps 1 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the copy: $out"
+grep -q "400 steps 0 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the copy: $out"
+# The same computation with another checkpoint interval: other segments, the same blocks.
+WIT_SIGNING_KEY="$work/thief.pem" "$wit" train "$src/configs/tiny.yaml" "${small[@]}" \
+  --set train.checkpoint_every=2 --out "$work/copy2" -q >/dev/null || fail "train the copy with checkpoints every 2"
+out=$("$wit" board submit "$work/copy2" --server "$url" --token "$token_b" --track kjv-tiny --name mine2 \
+  --key "$work/thief.pem" 2>&1) && fail "a copy with another train.checkpoint_every was entered"
+grep -q "400 steps 0 to 1 of this run are entry [0-9a-f]*'s (entered by lab-a at " <<<"$out" || fail "no refusal of the copy2: $out"
 "$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set train.seed=9 --out "$work/other" -q >/dev/null || fail "train another"
 "$wit" board submit "$work/other" --server "$url" --token "$token_b" --track kjv-tiny --name "own seed" \
   >"$work/submit-other" 2>&1 || { cat "$work/submit-other"; fail "a run of its own seed was refused"; }
-echo "copies: the same run twice and a copy under another key refused; a run of its own seed entered"
+echo "copies: the same run twice and a copy under another key (at any checkpoint interval) refused; a run of its own seed entered"
 /usr/bin/python3 - "$url" "$token" <<'PY' || fail "extras in a submission"
 import json, sys, urllib.error, urllib.request
 url, token = sys.argv[1], sys.argv[2]

@@ -250,6 +250,14 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   facts.params = int64_t(log.meta.num_params);
   facts.tokens = rc.train.steps * rc.tokens_per_step();
 
+  // A copy is refused before the audit reads every checkpoint: resubmitting a run must not cost
+  // the board an audit (checked again below, with the entry's insertion, under the lock).
+  const auto blocks = trajectory_blocks(log);
+  {
+    std::lock_guard<std::mutex> lock(intake.db_mutex);
+    refuse_copies(db, blocks, facts.steps);
+  }
+
   // The cheap stages at once, on the board's own copies of the files and of the dataset.
   const auto data = intake.datasets.find(to_hex(track->manifest_root), to_hex(track->data_layout));
   if (!data) fail("this board holds no copy of track {}'s dataset, so it takes no entries", track->id);
@@ -264,7 +272,6 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
     throw;
   }
   fs::remove_all(dir);
-  const auto blocks = trajectory_blocks(log);
 
   const std::string head_hex = to_hex(witness::head_hash(head));
   const std::string id = random_hex(8), created = utc_now();

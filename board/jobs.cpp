@@ -296,6 +296,11 @@ std::vector<int64_t> JobQueue::rechallenge(const std::string& entry, int64_t c,
       fail("entry {} is struck already: nothing to re-challenge", entry);
     if (r[0].integer(0) <= 2)
       fail("entry {} has {} segment(s), all replayed already", entry, r[0].integer(0));
+    const int64_t drawn_before =
+        db_.query("SELECT COUNT(*) FROM board_draws WHERE entry = $1", {entry})[0].integer(0);
+    if (drawn_before + c > policy_.max_draws)
+      fail("entry {} has {} draws in all; at most {} may be made", entry, drawn_before,
+           policy_.max_draws);
     const int64_t pending =
         db_.query("SELECT COUNT(*) FROM board_draws d JOIN board_segments s ON s.entry = d.entry "
                   "AND s.segment = d.segment WHERE d.entry = $1 AND s.status = 'pending'",

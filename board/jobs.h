@@ -47,6 +47,9 @@ struct VerifyPolicy {
   int64_t lease_ms = 600'000;     // a lease not renewed in this time returns the job to the queue
   int64_t max_leases = 8;         // jobs one participant may hold at once
   int64_t max_pending_draws = 1000;  // re-challenges wait while an entry has this many undecided
+  // Draws an entry may have in all. Each re-signs its certificate, which lists them, so without
+  // a bound anyone with a token could grow an entry's page and certificate without end.
+  int64_t max_draws = 10'000;
 };
 
 // A leased job: what to replay and with which files.

@@ -487,6 +487,7 @@ TEST_P(JobsTest, NoParticipantHoardsJobsOrFloodsAnEntryWithReChallenges) {
   policy_.pool_delay_ms = 60'000;
   policy_.max_leases = 2;
   policy_.max_pending_draws = 10;
+  policy_.max_draws = 12;
   const std::string e = entry("alice", 200);  // 4 drawn segments, almost surely distinct
   JobQueue q = queue();
   EXPECT_TRUE(q.lease(ids_["bob"]));
@@ -496,6 +497,9 @@ TEST_P(JobsTest, NoParticipantHoardsJobsOrFloodsAnEntryWithReChallenges) {
   // 6 draws wait (first, last, 4 drawn): 4 more may be asked for, not 5.
   EXPECT_TRUE(contains(error_of([&] { q.rechallenge(e, 5, ids_["carol"]); }), "at most 10 may wait"));
   EXPECT_EQ(q.rechallenge(e, 4, ids_["carol"]).size(), 4u);
+  // 10 draws made: 2 more in all, never 3, however many were decided.
+  EXPECT_TRUE(contains(error_of([&] { q.rechallenge(e, 3, ids_["carol"]); }),
+                       "has 10 draws in all; at most 12 may be made"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JobsTest, ::testing::Values("sqlite", "postgresql"),

@@ -570,7 +570,11 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
     if (a.evidence != b.evidence) return to_board("two workers disagree: the board replays it");
     standing(a, "agreed");
     standing(b, "agreed");
-    set_segment("passed", a.detail, "agreement");
+    // The board's words, not a worker's: the detail goes into certificates the board signs.
+    set_segment("passed",
+                "replayed by two participants' workers, which agreed on the verdict and on the "
+                "evidence",
+                "agreement");
   } else if (!job_pending()) {
     // One participant's word: checked by another participant's worker.
     queue_job(entry, segment, "check", distinct[0]->reporter);

@@ -179,8 +179,8 @@ std::map<std::string, json> JobQueue::summaries(const std::string& track) {
 
 void JobQueue::refresh(const std::string& entry) {
   const auto segs = db_.query(
-      "SELECT segment, first_step, end_step, status, detail FROM board_segments WHERE entry = $1 "
-      "ORDER BY first_step, segment",
+      "SELECT segment, first_step, end_step, status, detail, decided_by FROM board_segments "
+      "WHERE entry = $1 ORDER BY first_step, segment",
       {entry});
   const Row* failed = nullptr;
   bool pending = false;
@@ -219,7 +219,8 @@ void JobQueue::refresh(const std::string& entry) {
         if (r.integer(0) >= 0) challenged.push_back(r.integer(1));
         checks.push_back({{"stage", check_label(r.integer(0), r.integer(1), r.integer(2))},
                           {"passed", true},
-                          {"detail", r.text(4)}});
+                          {"detail", r.text(4)},
+                          {"decided_by", r.text(5)}});
       }
       c["format"] = witness::kCertificateFormat;
       c["run"] = o.text(8);

@@ -193,6 +193,18 @@ TEST_P(JobsTest, ParticipantsNeverReplayTheirOwnEntriesAndTwoAgreeingReportsDeci
   EXPECT_TRUE(contains(v["guarantee"]["statement"], "which never reaches 99 %")) << v["guarantee"];
   EXPECT_EQ(v["guarantee"]["bounds"][4]["under_collusion"], 0.0);
   EXPECT_FALSE(v["ranked"]);
+  // The certificate the board signs says who decided each check, in the board's own words:
+  // a worker's text never enters it.
+  const auto c = queue().certificate(e);
+  ASSERT_TRUE(c);
+  int agreed = 0;
+  for (const json& k : (*c)["checks"])
+    if (k["decided_by"] == "agreement") {
+      ++agreed;
+      EXPECT_EQ(k["detail"], "replayed by two participants' workers, which agreed on the verdict "
+                             "and on the evidence");
+    }
+  EXPECT_EQ(agreed, drawn);
   const auto all = queue().summaries("kjv-tiny");
   for (const auto& [id, sv] : all) EXPECT_EQ(sv, queue().verification(id, false)) << id;
 }

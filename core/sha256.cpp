@@ -2,6 +2,11 @@
 
 #include <openssl/evp.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
 #include "core/error.h"
 
 namespace wit {
@@ -40,6 +45,20 @@ Digest Sha256::finish() {
 }
 
 Digest sha256(const void* data, size_t n) { return Sha256().update(data, n).finish(); }
+
+Digest sha256_file(const std::filesystem::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail("cannot read {}: {}", path.string(), std::strerror(errno));
+  Sha256 hasher;
+  std::vector<char> buffer(1 << 20);
+  size_t got;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), f)) > 0)
+    hasher.update(buffer.data(), got);
+  const bool failed = std::ferror(f);
+  std::fclose(f);
+  if (failed) fail("cannot read {}: read error", path.string());
+  return hasher.finish();
+}
 
 std::string to_hex(const uint8_t* data, size_t n) {
   static const char* k = "0123456789abcdef";

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +34,8 @@ class Sha256 {
 
 Digest sha256(const void* data, size_t n);
 inline Digest sha256(std::string_view s) { return sha256(s.data(), s.size()); }
+// SHA-256 of a whole file's bytes, read in chunks (shards and models can be gigabytes).
+Digest sha256_file(const std::filesystem::path& path);
 
 std::string to_hex(const uint8_t* data, size_t n);
 inline std::string to_hex(const Digest& d) { return to_hex(d.data(), d.size()); }

@@ -221,7 +221,8 @@ std::string check_certificate_against_run(const json& c, const fs::path& run) {
       return "field signed_head is not the run's last signed head: the log changed since";
     const fs::path model = run / "model.safetensors";
     if (!fs::exists(model)) return fmt::format("{} is missing", model.string());
-    if (hex_field(c, "model_sha256") != sha256(read_text_file(model)))
+    if (!fs::is_regular_file(model)) return fmt::format("{} is not a regular file", model.string());
+    if (hex_field(c, "model_sha256") != sha256_file(model))  // streamed: any size
       return fmt::format("{} is not the model the certificate names (model_sha256)",
                          model.string());
     return "";

@@ -218,6 +218,19 @@ rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certifica
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "a run with a missing checkpoint was certified"
 grep -q "step_00000006.ckpt (after step 6) is missing" "$work/bad.out" || { cat "$work/bad.out"; fail "missing checkpoint: message"; }
 [ -f "$work/bad/certificate.json" ] && fail "missing checkpoint: a certificate was written"
+# A published model that is no file (here endless zeros) is refused by its size, never read.
+rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json" "$work/bad/model.safetensors"
+ln -s /dev/zero "$work/bad/model.safetensors"
+timeout 300 "$wit" verify "$work/bad" --key "$work/verifier.pem" -c 1 >"$work/bad.out" 2>&1 && fail "a model linked to /dev/zero was certified"
+grep -q "REJECTED: model: .*model.safetensors is not the export of the checkpoint after step 12" "$work/bad.out" ||
+  { cat "$work/bad.out"; fail "model linked to /dev/zero: message"; }
+cp "$work/n1/witness.h5" "$work/bad/witness.h5"
+"$wit" verify "$work/n1" --key "$work/verifier.pem" -c 1 >/dev/null 2>&1 || fail "certify n1 again"
+out=$(timeout 60 "$wit" verify --check-certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" "$work/bad" 2>&1) &&
+  fail "a certificate checked against a model linked to /dev/zero"
+grep -q "model.safetensors is not a regular file" <<<"$out" || fail "certificate against /dev/zero: $out"
+rm -f "$work/n1/certificate.json"
+echo "a published model linked to /dev/zero: rejected by its size, and no certificate checks against it"
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && head -c 1000 "$work/n1/witness.h5" >"$work/bad/witness.h5"
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an unreadable log was certified"
 grep -q "wit: error: .*witness.h5" "$work/bad.out" || { cat "$work/bad.out"; fail "unreadable log: message"; }

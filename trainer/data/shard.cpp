@@ -212,20 +212,4 @@ void TokenStream::read(uint64_t offset, uint64_t n, uint16_t* out) const {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-
-Digest sha256_file(const fs::path& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail("cannot read {}: {}", path.string(), std::strerror(errno));
-  Sha256 hasher;
-  std::vector<char> buffer(1 << 20);
-  size_t got;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), f)) > 0)
-    hasher.update(buffer.data(), got);
-  bool failed = std::ferror(f);
-  std::fclose(f);
-  if (failed) fail("cannot read {}: read error", path.string());
-  return hasher.finish();
-}
-
 }  // namespace wit::data

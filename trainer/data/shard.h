@@ -94,7 +94,5 @@ class TokenStream {
   uint64_t size_ = 0;
 };
 
-// SHA-256 of a whole file's bytes, read in chunks (shards can be gigabytes).
-Digest sha256_file(const fs::path& path);
 
 }  // namespace wit::data

@@ -121,26 +121,32 @@ void Verification::check_checkpoint(uint64_t step) {
   const HostState mine = layout_->full_state();
   std::string problem;
   if (root_) {
-    const Checkpoint c = load_checkpoint(checkpoint_file(step));  // whole, its hash checked
-    const auto distance = [](const torch::Tensor& replayed, const torch::Tensor& committed) {
-      return (replayed - committed).norm().item<double>() /
-             std::max(committed.norm().item<double>(), 1e-30);
-    };
-    const double w = distance(mine.params, c.params);
-    const double m = std::max(distance(mine.m, c.m), distance(mine.v, c.v));
-    out_.distances.weights = std::max(out_.distances.weights, w);
-    out_.distances.moments = std::max(out_.distances.moments, m);
-    if (!(w <= *o_.tolerance))
-      problem = fmt::format(
-          "checkpoint after step {}: the replayed weights are at relative L2 distance "
-          "{:.3g} from the committed ones, beyond the tolerance {:.3g}",
-          step, w, *o_.tolerance);
-    else if (!(m <= *o_.tolerance))
-      problem = fmt::format(
-          "checkpoint after step {}: the replayed AdamW moments are at relative L2 distance "
-          "{:.3g} from the committed ones, beyond the tolerance {:.3g} (the next segment "
-          "starts from them)",
-          step, m, *o_.tolerance);
+    try {
+      const Checkpoint c = load_checkpoint(checkpoint_file(step));  // whole, its hash checked
+      const auto distance = [](const torch::Tensor& replayed, const torch::Tensor& committed) {
+        return (replayed - committed).norm().item<double>() /
+               std::max(committed.norm().item<double>(), 1e-30);
+      };
+      const double w = distance(mine.params, c.params);
+      const double m = std::max(distance(mine.m, c.m), distance(mine.v, c.v));
+      out_.distances.weights = std::max(out_.distances.weights, w);
+      out_.distances.moments = std::max(out_.distances.moments, m);
+      if (!(w <= *o_.tolerance))
+        problem = fmt::format(
+            "checkpoint after step {}: the replayed weights are at relative L2 distance "
+            "{:.3g} from the committed ones, beyond the tolerance {:.3g}",
+            step, w, *o_.tolerance);
+      else if (!(m <= *o_.tolerance))
+        problem = fmt::format(
+            "checkpoint after step {}: the replayed AdamW moments are at relative L2 distance "
+            "{:.3g} from the committed ones, beyond the tolerance {:.3g} (the next segment "
+            "starts from them)",
+            step, m, *o_.tolerance);
+    } catch (const Mismatch& e) {  // rank 0 alone read the file: the others learn it below
+      problem = e.what;
+    } catch (const Error& e) {
+      problem = e.what();
+    }
   }
   agree_with_root(comm_, problem);
 }
@@ -319,12 +325,16 @@ std::string Verification::final_model() {
     const bool can_be = fs::is_regular_file(published, ec) &&
                         fs::file_size(published, ec) == fs::file_size(mine) && !ec;
     bool same = false;
-    if (can_be) {
-      const std::string bytes = read_text_file(published);
-      out_.model_sha256 = sha256(bytes);
-      same = read_text_file(mine) == bytes;
+    try {
+      if (can_be) {
+        const std::string bytes = read_text_file(published);
+        out_.model_sha256 = sha256(bytes);
+        same = read_text_file(mine) == bytes;
+      }
+    } catch (const Error& e) {
+      problem = e.what();  // rank 0 alone reads: the others learn it below, not hang
     }
-    if (!same)
+    if (!same && problem.empty())
       problem = fmt::format("{} is not the export of the checkpoint after step {}",
                             published.string(), last);
   }

@@ -231,6 +231,18 @@ out=$(timeout 60 "$wit" verify --check-certificate "$work/n1/certificate.json" -
 grep -q "model.safetensors is not a regular file" <<<"$out" || fail "certificate against /dev/zero: $out"
 rm -f "$work/n1/certificate.json"
 echo "a published model linked to /dev/zero: rejected by its size, and no certificate checks against it"
+# A closing checkpoint damaged in a leaf the structure stage did not sample (one leaf sampled,
+# with seed 1 another), in tolerance mode on 2 processes: rank 0
+# alone reads it, and every rank gets the verdict instead of waiting for the others.
+rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json"
+printf '\xff' | dd of="$work/bad/checkpoints/step_00000006.ckpt" bs=1 seek=164 conv=notrunc status=none
+timeout 300 $mpirun 2 "$wit" verify "$work/bad" --key "$work/verifier.pem" -c 40 --tolerance 1e-3 \
+  --checkpoint-leaves 1 --seed 1 >"$work/bad.out" 2>&1
+rc=$?
+[ $rc -eq 124 ] && { cat "$work/bad.out"; fail "a damaged closing checkpoint hung a 2-process verifier"; }
+grep -q "REJECTED: challenges: .*step_00000006.ckpt: checkpoint contents do not match" "$work/bad.out" ||
+  { cat "$work/bad.out"; fail "damaged closing checkpoint, 2 processes: message (exit $rc)"; }
+echo "a damaged closing checkpoint under 2 processes: $(grep -o 'REJECTED: challenges: .*' "$work/bad.out" | cut -c1-60)…"
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && head -c 1000 "$work/n1/witness.h5" >"$work/bad/witness.h5"
 verify "$work/bad" >"$work/bad.out" 2>&1 && fail "an unreadable log was certified"
 grep -q "wit: error: .*witness.h5" "$work/bad.out" || { cat "$work/bad.out"; fail "unreadable log: message"; }

@@ -143,11 +143,18 @@ DataIndex::DataIndex(data::Manifest manifest, RunFacts run, std::string where)
   if (run_.seq_len == 0 || run_.micro_batches == 0 || run_.micro_batch_size == 0)
     fail("the run's batch layout is empty (seq_len {}, micro_batches {}, micro_batch_size {})",
          run_.seq_len, run_.micro_batches, run_.micro_batch_size);
+  // The limits a proof's checker applies: answers it could not check are not given.
+  if ((unsigned __int128)run_.steps * run_.micro_batches * run_.micro_batch_size >> 62)
+    fail("the run's schedule is too long to answer for (its positions overflow)");
   tree_ = data::document_tree(m);
   num_samples_ = samples_of(tree_.split_tokens[data::kSplitTrain], run_.seq_len);
   if (num_samples_ > 0) {
     const uint64_t end = run_.end_position();
     const uint64_t epochs = end / num_samples_ + (end % num_samples_ != 0);
+    if (epochs > kMaxCheckedEpochs)
+      fail("the run spans {} epochs of its {} samples; wit query answers (and a proof is checked) "
+           "over at most {}",
+           epochs, num_samples_, kMaxCheckedEpochs);
     for (uint64_t e = 0; e < std::max<uint64_t>(epochs, 1); ++e)
       epochs_.emplace_back(num_samples_, run_.data_seed, e);
   }

@@ -197,6 +197,16 @@ TEST(Query, TextQueriesOfLlmcShardsAreTokenizedAsLlmcDoes) {
   EXPECT_EQ(index.query_bytes("never in this corpus\n", "x").verdict, Verdict::NotInDataset);
 }
 
+// A schedule a proof's checker would refuse gets no answer either, before any memory is spent
+// on its epochs (each would hold a permutation).
+TEST(Query, RunsBeyondWhatAProofCanCoverGetNoAnswer) {
+  QueryFixture fx;
+  const std::string msg =
+      error_of([&] { DataIndex(fx.dataset->manifest(), fx.facts(100'000'000), "test data"); });
+  EXPECT_TRUE(contains(msg, "wit query answers (and a proof is checked) over at most 1000000"))
+      << msg;
+}
+
 // The root commits to each document's split and place: the same documents split otherwise are
 // another dataset, refused by root (and the layout digest would refuse it too).
 TEST(Query, SameDocumentsSplitDifferentlyIsAnotherDataset) {

@@ -60,6 +60,21 @@ start_board() {
 # participant reported on it) at once.
 start_board --pool-delay 600
 entry_of() { sed -n 's/.* as entry \([0-9a-f]*\) .*/\1/p' "$1"; }
+# A run holding another run's checkpoint is refused at submission, and nothing is recorded (before
+# a is entered: once it is, the copy of its steps is refused first, before any file is read).
+cp -r "$work/a" "$work/x"
+cp "$work/b/checkpoints/step_00000004.ckpt" "$work/x/checkpoints/step_00000004.ckpt"
+"$wit" board submit "$work/x" --server "$url" --token "$(tok alice)" --track kjv-tiny --name spliced \
+  >"$work/submit-x" 2>&1 && fail "a run with another run's checkpoint was entered"
+grep -q "400 the run's files do not match its log: .*step_00000004.ckpt belongs to another run" "$work/submit-x" ||
+  { cat "$work/submit-x"; fail "the spliced checkpoint is not named"; }
+# A run that declares a nondeterministic reduction cannot be replayed bit for bit: refused (also
+# before a is entered, whose steps it shares).
+"$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set dist.reduction=arrival --out "$work/r" -q >/dev/null || fail "train r"
+"$wit" board submit "$work/r" --server "$url" --token "$(tok alice)" --track kjv-tiny --name arrival \
+  >"$work/submit-r" 2>&1 && fail "a run with dist.reduction = arrival was entered"
+grep -q "400 the run cannot be certified: dist.reduction = arrival" "$work/submit-r" ||
+  { cat "$work/submit-r"; fail "the nondeterministic run's refusal"; }
 for run in a:alice:honest-a b:bob:honest-b m:mallory:forged-m; do
   IFS=: read -r dir who name <<<"$run"
   "$wit" board submit "$work/$dir" --server "$url" --token "$(tok $who)" --track kjv-tiny \
@@ -67,13 +82,6 @@ for run in a:alice:honest-a b:bob:honest-b m:mallory:forged-m; do
   grep -q "(verifying)" "$work/submit-$dir" || { cat "$work/submit-$dir"; fail "$dir: not verifying"; }
 done
 A=$(entry_of "$work/submit-a") B=$(entry_of "$work/submit-b") M=$(entry_of "$work/submit-m")
-# A run holding another run's checkpoint is refused at submission, and nothing is recorded.
-cp -r "$work/a" "$work/x"
-cp "$work/b/checkpoints/step_00000004.ckpt" "$work/x/checkpoints/step_00000004.ckpt"
-"$wit" board submit "$work/x" --server "$url" --token "$(tok alice)" --track kjv-tiny --name spliced \
-  >"$work/submit-x" 2>&1 && fail "a run with another run's checkpoint was entered"
-grep -q "400 the run's files do not match its log: .*step_00000004.ckpt belongs to another run" "$work/submit-x" ||
-  { cat "$work/submit-x"; fail "the spliced checkpoint is not named"; }
 # A config.yaml that is not the one the log committed to: refused.
 cp -r "$work/a" "$work/y"
 sed -i 's/^  seed: .*/  seed: 999/' "$work/y/config.yaml"
@@ -81,12 +89,6 @@ sed -i 's/^  seed: .*/  seed: 999/' "$work/y/config.yaml"
   >"$work/submit-y" 2>&1 && fail "a run with an edited config.yaml was entered"
 grep -q "400 config.yaml is not the run's config: its trajectory settings differ" "$work/submit-y" ||
   { cat "$work/submit-y"; fail "the edited config.yaml is not named"; }
-# A run that declares a nondeterministic reduction cannot be replayed bit for bit: refused.
-"$wit" train "$src/configs/tiny.yaml" "${small[@]}" --set dist.reduction=arrival --out "$work/r" -q >/dev/null || fail "train r"
-"$wit" board submit "$work/r" --server "$url" --token "$(tok alice)" --track kjv-tiny --name arrival \
-  >"$work/submit-r" 2>&1 && fail "a run with dist.reduction = arrival was entered"
-grep -q "400 the run cannot be certified: dist.reduction = arrival" "$work/submit-r" ||
-  { cat "$work/submit-r"; fail "the nondeterministic run's refusal"; }
 [ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "a refused run was recorded"
 echo "refused at submission, nothing recorded: another run's checkpoint; an edited config.yaml; dist.reduction = arrival"
 echo "submitted: honest $A and $B, forged $M; audited at submission"

@@ -384,6 +384,37 @@ TEST(Manifest, inconsistent_manifests_are_not_written) {
   EXPECT_TRUE(contains(msg, "Merkle root mismatch")) << msg;
 }
 
+// Each tokenizer's vocabulary and end-of-text token are fixed: they decide how a record's hash
+// is checked and how wit query hashes a text, so a manifest may not choose them. (Byte text
+// labelled external, with its own end-of-text, would be found by no text query.)
+TEST(Manifest, each_tokenizer_has_its_own_vocabulary) {
+  TempDir dir;
+  const auto refusal = [&](const std::string& tokenizer, int vocab, int eot) {
+    Manifest m = sample_manifest();
+    m.tokenizer = tokenizer;
+    m.tokenizer_vocab = sha256("vocab");
+    m.vocab_size = vocab;
+    m.eot_token = eot;
+    try {
+      write_manifest(dir / "manifest.h5", m);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();  // written
+  };
+  for (const char* t : {"external", "gpt2"}) {
+    const std::string msg = refusal(t, 257, 256);
+    EXPECT_TRUE(contains(msg, std::string("the ") + t +
+                                  " tokenizer has vocab_size 50257 and eot_token 50256, "
+                                  "manifest says 257 and 256"))
+        << msg;
+    EXPECT_TRUE(contains(refusal(t, 50257, 0), "manifest says 50257 and 0"));
+    EXPECT_EQ(refusal(t, 50257, 50256), "");
+  }
+  EXPECT_TRUE(contains(refusal("byte", 50257, 50256), "the byte tokenizer has vocab_size 257"));
+  EXPECT_FALSE(fs::exists(dir / ("manifest.h5.tmp-" + std::to_string(::getpid()))));
+}
+
 TEST(Manifest, missing_or_foreign_files_get_clear_errors) {
   TempDir dir;
   std::string msg = error_of([&] { read_manifest(dir / "manifest.h5"); });

@@ -178,9 +178,10 @@ void validate_manifest(const Manifest& m, const std::string& where) {
   if (m.tokenizer == "byte" && (m.vocab_size != 257 || m.eot_token != 256))
     fail("{}: the byte tokenizer has vocab_size 257 and eot_token 256, manifest says {} and {}",
          where, m.vocab_size, m.eot_token);
-  if (m.tokenizer == "gpt2" && (m.vocab_size != 50257 || m.eot_token != 50256))
-    fail("{}: the gpt2 tokenizer has vocab_size 50257 and eot_token 50256, manifest says {} and {}",
-         where, m.vocab_size, m.eot_token);
+  // external: llm.c's uint16 shards, GPT-2-tokenized; wit query encodes text with GPT-2 for them.
+  if (m.tokenizer != "byte" && (m.vocab_size != 50257 || m.eot_token != 50256))
+    fail("{}: the {} tokenizer has vocab_size 50257 and eot_token 50256, manifest says {} and {}",
+         where, m.tokenizer, m.vocab_size, m.eot_token);
   if (!(m.val_fraction >= 0.0 && m.val_fraction < 1.0))
     fail("{}: val_fraction {} is not in [0, 1)", where, m.val_fraction);
   if (m.split_rule != kSplitRuleHash && m.split_rule != kSplitRuleFileName)

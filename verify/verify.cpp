@@ -324,7 +324,8 @@ std::string Verification::structure() {
     mismatch(fmt::format("dataset {} lays its documents out differently from the run's",
                          data_dir_.string()));
   dataset_->verify_shard_hashes();
-  dataset_->verify_documents();  // the records wit query answers from say what was trained
+  // The records wit query answers from say what was trained.
+  const uint64_t fragment_tokens = dataset_->verify_documents({}, comm_.rank(), comm_.size());
   // Every checkpoint present at its committed size with a leaf table that hashes to its
   // committed state hash, and a few of its leaves (drawn after the run was received) hashed:
   // checkpoints are what later challenges start from, so a run must keep them all; reading
@@ -358,10 +359,15 @@ std::string Verification::structure() {
                         per);
   return fmt::format(
       "{} steps chained, {} signatures valid (key {}), {} checkpoints {}, dataset {}: its {} "
-      "shards and {} document records match",
+      "shards and {} document records match{}",
       lr_.valid_steps, lr_.signatures_valid, key_id(log_->meta.public_key), states_.size(), how,
       to_hex(log_->meta.manifest_root).substr(0, 16), dataset_->manifest().shards.size(),
-      dataset_->manifest().documents.size());
+      dataset_->manifest().documents.size(),
+      fragment_tokens == 0
+          ? std::string()
+          : fmt::format(" ({} tokens continue a document begun outside their split: no text "
+                        "query finds them)",
+                        fragment_tokens));
 }
 
 // Every step's inputs recomputed from the committed schedule and config (hashing only).

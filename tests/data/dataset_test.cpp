@@ -103,6 +103,26 @@ TEST(Dataset, document_records_must_say_what_was_trained) {
                             "of SHA-256 " + to_hex(sha256("beta\r gamma\n"))))
       << msg;
   EXPECT_TRUE(contains(msg, "the record does not say what was trained")) << msg;
+  // Shared among a verifier's processes, the part holding a lying record finds it, and the
+  // others still check that the records cover the split.
+  {
+    Manifest m = honest;
+    m.documents[1].sha256 = sha256("beta gamma\n");
+    m.root = manifest_root(m);
+    write_manifest(manifest_file, m);
+    const Dataset data = Dataset::open(dir / "out");
+    EXPECT_TRUE(contains(error_of([&] { data.verify_documents({}, 1, 2); }), "document 1 "));
+    EXPECT_EQ(data.verify_documents({}, 0, 2), 0u);  // documents 0 and 2 say what was trained
+    EXPECT_TRUE(contains(error_of([&] { data.verify_documents({}, 2, 2); }), "part 2 of 2"));
+    m = honest;
+    m.documents[2].offset += 1;
+    m.documents[2].length -= 1;
+    m.root = manifest_root(m);
+    write_manifest(manifest_file, m);
+    EXPECT_TRUE(contains(error_of([&] { Dataset::open(dir / "out").verify_documents({}, 1, 2); }),
+                         "document 2 (train split, tokens 21 to 27): leaves a gap"));
+    write_manifest(manifest_file, honest);
+  }
   // Two documents as one record: the second has no record of its own.
   msg = refusal([&](Manifest& m) {
     m.documents[0].length += m.documents[1].length;

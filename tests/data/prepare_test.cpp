@@ -510,7 +510,7 @@ TEST(Prepare, llmc_shards_become_eot_delimited_documents) {
   // Train stream: [EOT 1 2] [EOT 3 | 4 5] [EOT] [EOT 6]   ("|" = shard boundary)
   write_shard(dir / "in/fw_train_000001.bin", {kEot, 1, 2, kEot, 3});
   write_shard(dir / "in/fw_train_000002.bin", {4, 5, kEot, kEot, 6});
-  write_shard(dir / "in/fw_val_000000.bin", {kEot, 7, 8, 9, kEot, 50255});
+  write_shard(dir / "in/fw_val_000000.bin", {kEot, 32, 1263, 3290, kEot, 50255});  // "A big dog"
   PrepareOptions o;
   o.input = dir / "in";
   o.out = dir / "out";
@@ -544,7 +544,7 @@ TEST(Prepare, llmc_shards_become_eot_delimited_documents) {
   std::vector<Expected> expected = {
       {kSplitTrain, 0, 0, {kEot, 1, 2}},  {kSplitTrain, 0, 3, {kEot, 3, 4, 5}},
       {kSplitTrain, 1, 2, {kEot}},        {kSplitTrain, 1, 3, {kEot, 6}},
-      {kSplitVal, 2, 0, {kEot, 7, 8, 9}}, {kSplitVal, 2, 4, {kEot, 50255}},
+      {kSplitVal, 2, 0, {kEot, 32, 1263, 3290}}, {kSplitVal, 2, 4, {kEot, 50255}},
   };
   ASSERT_EQ(m.documents.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -571,7 +571,28 @@ TEST(Prepare, llmc_shards_become_eot_delimited_documents) {
   write_shard(dir / "in/fw_train_000001.bin", {1, 2, kEot, 3});
   o.force = true;
   prepare(o);
-  Dataset::open(dir / "out").verify_documents();
+  EXPECT_EQ(Dataset::open(dir / "out").verify_documents(), 2u);  // no text query finds them
+}
+
+// wit query finds an llm.c document by GPT-2's encoding of its text, so a record holding the
+// same text tokenized otherwise would hide it: "()*" is GPT-2's [3419, 9], not [7, 8, 9].
+TEST(Prepare, llmc_records_must_hold_gpt2s_encoding_of_their_text) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  write_shard(dir / "in/train.bin", {kEot, 15496, 995, kEot, 7, 8, 9});
+  PrepareOptions o;
+  o.input = dir / "in/train.bin";
+  o.out = dir / "out";
+  prepare(o);
+  const std::string msg = error_of([&] { Dataset::open(dir / "out").verify_documents(); });
+  EXPECT_TRUE(contains(msg, "document 1 (train split, tokens 3 to 7): its tokens are not "
+                            "GPT-2's encoding of the text they decode to (at token 1 it holds 7 "
+                            "where the encoding has 3419)"))
+      << msg;
+  write_shard(dir / "in/train.bin", {kEot, 15496, 995, kEot, 3419, 9});
+  o.force = true;
+  prepare(o);
+  EXPECT_EQ(Dataset::open(dir / "out").verify_documents(), 0u);
 }
 
 TEST(Prepare, llmc_rejects_tokens_outside_the_gpt2_vocabulary) {

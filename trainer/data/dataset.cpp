@@ -69,11 +69,16 @@ class DocumentCheck {
   // `where` names the record; `may_start_mid_document`: an llm.c split's first record.
   void check(const TokenStream& stream, const DocumentEntry& d, uint64_t at,
              bool may_start_mid_document, const std::string& where) const {
-    const bool text = m_.tokenizer != "external";
+    const bool external = m_.tokenizer == "external";
     Sha256 hash;
     char last = 0;  // the previous content byte, for "\r\n" across pieces
     std::vector<uint16_t> piece;
     std::string content;  // a piece's text
+    // An llm.c document's tokens after its end-of-text and the bytes they decode to, to compare
+    // with GPT-2's encoding of those bytes (the tokens wit query hashes for its text).
+    std::vector<uint16_t> body;
+    std::string body_text;
+    bool whole = false;  // the record begins with its end-of-text token
     for (uint64_t done = 0; done < d.length;) {
       const uint64_t n = std::min<uint64_t>(d.length - done, 1 << 20);
       piece.resize(n);
@@ -91,7 +96,15 @@ class DocumentCheck {
           fail("{}: holds the end-of-text token at its token {}: one record covers two "
                "documents, so the second could not be found by its own hash",
                where, k);
-        if (!text || (k == 0 && t == m_.eot_token)) continue;
+        if (k == 0) whole = t == m_.eot_token;
+        if (external) {
+          if (whole && k > 0) {
+            body.push_back(t);
+            body_text += gpt2_->token_bytes(t);
+          }
+          continue;
+        }
+        if (k == 0 && t == m_.eot_token) continue;
         const size_t from = content.size();
         if (gpt2_)
           content += gpt2_->token_bytes(t);
@@ -105,40 +118,61 @@ class DocumentCheck {
           last = content[c];
         }
       }
-      if (text)
-        hash.update(content);
-      else
+      if (external)
         hash.update(piece.data(), n * sizeof(uint16_t));  // little-endian, as shards are
+      else
+        hash.update(content);
       done += n;
     }
     const Digest got = hash.finish();
     if (got != d.sha256)
       fail("{}: its tokens {} SHA-256 {}, but the record says {}: the record does not say what "
            "was trained",
-           where, text ? "decode to text of" : "have", to_hex(got), to_hex(d.sha256));
+           where, external ? "have" : "decode to text of", to_hex(got), to_hex(d.sha256));
+    if (external && whole) check_encoding(body, body_text, where);
   }
 
  private:
+  // wit query finds an llm.c document by [end-of-text] + GPT-2's encoding of its text, so the
+  // tokens must be that encoding: any other tokenization of the same text would hide it.
+  void check_encoding(const std::vector<uint16_t>& body, const std::string& text,
+                      const std::string& where) const {
+    const std::vector<uint16_t> canonical = gpt2_->encode(text);
+    if (canonical == body) return;
+    size_t k = 0;
+    while (k < body.size() && k < canonical.size() && body[k] == canonical[k]) ++k;
+    const auto token = [](const std::vector<uint16_t>& v, size_t i) {
+      return i < v.size() ? std::to_string(v[i]) : std::string("the end");
+    };
+    fail("{}: its tokens are not GPT-2's encoding of the text they decode to (at token {} it "
+         "holds {} where the encoding has {}): wit query, which encodes a document's text, "
+         "could not find it",
+         where, k + 1, token(body, k), token(canonical, k));
+  }
+
   const Manifest& m_;
   const Gpt2Tokenizer* gpt2_;
 };
 
 }  // namespace
 
-void Dataset::verify_documents(const fs::path& gpt2_vocab) const {
+uint64_t Dataset::verify_documents(const fs::path& gpt2_vocab, int part, int parts) const {
+  if (parts < 1 || part < 0 || part >= parts)
+    fail("verify_documents: part {} of {} does not exist", part, parts);
   const std::string file = (dir_ / kManifestFile).string();
   std::unique_ptr<Gpt2Tokenizer> gpt2;
-  if (manifest_.tokenizer == "gpt2") {
+  if (manifest_.tokenizer == "gpt2" || manifest_.tokenizer == "external") {
     gpt2 = Gpt2Tokenizer::load(gpt2_vocab_dir(gpt2_vocab));
-    if (gpt2->vocab_digest() != manifest_.tokenizer_vocab)
+    if (manifest_.tokenizer == "gpt2" && gpt2->vocab_digest() != manifest_.tokenizer_vocab)
       fail("{}: tokenized with the GPT-2 vocabulary {}, but the one installed here is {}",
            file, to_hex(manifest_.tokenizer_vocab).substr(0, 16),
            to_hex(gpt2->vocab_digest()).substr(0, 16));
-  } else if (manifest_.tokenizer != "byte" && manifest_.tokenizer != "external") {
+  } else if (manifest_.tokenizer != "byte") {
     fail("{}: tokenizer '{}' is none that wit knows (byte, gpt2, external)", file,
          manifest_.tokenizer);
   }
   const DocumentCheck check(manifest_, gpt2.get());
+  uint64_t fragment_tokens = 0;
   for (uint8_t s : {kSplitTrain, kSplitVal}) {
     std::vector<std::pair<uint64_t, const DocumentEntry*>> records;  // (stream offset, record)
     for (const DocumentEntry& d : manifest_.documents)
@@ -147,22 +181,33 @@ void Dataset::verify_documents(const fs::path& gpt2_vocab) const {
               [](const auto& a, const auto& b) { return a.first < b.first; });
     const TokenStream& stream = split(s);
     uint64_t covered = 0;  // the stream's tokens [0, covered) are in a checked record
+    size_t index = 0;      // the record's place in its split, which decides its part
     for (const auto& [at, d] : records) {
-      const std::string where = fmt::format("{}: document {} ({} split, tokens {} to {})", file,
-                                            d->id, split_name(s), at, at + d->length);
+      const auto where = [&, at = at, d = d] {
+        return fmt::format("{}: document {} ({} split, tokens {} to {})", file, d->id,
+                           split_name(s), at, at + d->length);
+      };
       if (at != covered)
         fail("{}: {} where the records before it end at token {}: the records must cover the "
              "split's tokens exactly once",
-             where, at < covered ? "overlaps them" : "leaves a gap", covered);
+             where(), at < covered ? "overlaps them" : "leaves a gap", covered);
       if (d->length == 0 || d->length > stream.size() - at)
-        fail("{}: {} tokens, but the split has {}", where, d->length, stream.size());
-      check.check(stream, *d, at, manifest_.tokenizer == "external" && at == 0, where);
+        fail("{}: {} tokens, but the split has {}", where(), d->length, stream.size());
+      const bool may_start_mid_document = manifest_.tokenizer == "external" && at == 0;
+      if (may_start_mid_document) {
+        uint16_t first = 0;
+        stream.read(0, 1, &first);
+        if (first != manifest_.eot_token) fragment_tokens += d->length;
+      }
+      if (index++ % size_t(parts) == size_t(part))
+        check.check(stream, *d, at, may_start_mid_document, where());
       covered = at + d->length;
     }
     if (covered != stream.size())
       fail("{}: the {} split's records cover its first {} tokens of {}: the rest is in no record",
            file, split_name(s), covered, stream.size());
   }
+  return fragment_tokens;
 }
 
 }  // namespace wit::data

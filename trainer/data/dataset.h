@@ -42,10 +42,15 @@ class Dataset {
   // llm.c split's first, which may begin mid-document) and holds no other; every token is in
   // the vocabulary; and the record's SHA-256 is that of what its tokens are: the canonical
   // text they decode to (byte, gpt2; canonical bytes hold no "\r\n") or the little-endian
-  // tokens themselves (external). A gpt2 dataset needs the vocabulary it names (`gpt2_vocab`,
+  // tokens themselves (external, whose tokens after the end-of-text must also be GPT-2's
+  // encoding of the bytes they decode to, since wit query finds such a document by that
+  // encoding of its text). gpt2 and external datasets need GPT-2's vocabulary (`gpt2_vocab`,
   // as gpt2_vocab_dir takes it). Reads every token once; throws wit::Error naming the first
-  // record that does not hold.
-  void verify_documents(const fs::path& gpt2_vocab = {}) const;
+  // record that does not hold. Returns the tokens in records that begin mid-document (an llm.c
+  // split's first record may continue a document begun elsewhere): no text query finds them.
+  // The work can be shared: `part` of `parts` reads every parts-th record of each split (and
+  // checks that the records cover it); all parts together check every record.
+  uint64_t verify_documents(const fs::path& gpt2_vocab = {}, int part = 0, int parts = 1) const;
 
  private:
   Dataset() = default;

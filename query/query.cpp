@@ -23,6 +23,10 @@ constexpr const char* kProofFormat = "wit-query-proof-v2";
 // Epochs a proof checker walks at most (each costs a permutation inverse per sample of the
 // document): far beyond any real run, well short of a hang.
 constexpr uint64_t kMaxCheckedEpochs = 1'000'000;
+// Samples × epochs one answer walks at most (each a permutation inverse, about 34 ns, and up to
+// one occurrence, 56 bytes): a few seconds and a few GB. The largest document wit prepare makes
+// spans 2.1M samples, 6.3M over 3 epochs.
+constexpr uint64_t kMaxWalkedSampleEpochs = 100'000'000;
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -79,32 +83,57 @@ uint64_t samples_of(uint64_t train_tokens, uint64_t T) {
   return train_tokens > T ? (train_tokens - 1) / T : 0;
 }
 
-// Every trained window holding one of a copy's content tokens [a+1, a+length): window s holds
-// tokens [s·T, s·T + T]. `epoch(e)` gives epoch e's permutation.
+// The trained windows that may hold a copy's content tokens [a+1, a+length): window s holds
+// tokens [s·T, s·T + T]; none for a held-out copy. Empty when first > last.
+struct SampleRange {
+  uint64_t first = 1, last = 0;
+};
+SampleRange samples_holding(const data::DocumentRecord& r, const ScheduleFacts& f) {
+  if (r.split != data::kSplitTrain || r.length < 2 || f.samples == 0) return {};
+  const uint64_t a = r.stream_offset;
+  return {a / f.T, std::min((a + r.length - 1) / f.T, f.samples - 1)};
+}
+
+using Copies = std::vector<std::pair<uint64_t, data::DocumentRecord>>;
+
+// Samples × epochs that deciding on these copies walks, saturating at 2^64 - 1.
+uint64_t sample_epochs(const Copies& copies, const ScheduleFacts& f) {
+  unsigned __int128 n = 0;
+  for (auto& [id, r] : copies) {
+    const SampleRange s = samples_holding(r, f);
+    if (s.first <= s.last) n += (unsigned __int128)(s.last - s.first + 1) * f.epochs();
+  }
+  return n >> 64 ? UINT64_MAX : uint64_t(n);
+}
+
+// Every trained window holding one of a copy's content tokens, in every epoch begun before the
+// run's end. `epoch(e)` gives epoch e's permutation. Stops after `cap` occurrences in all.
 template <typename EpochFn>
 void add_occurrences(uint64_t id, const data::DocumentRecord& r, const ScheduleFacts& f,
-                     EpochFn epoch, std::vector<Occurrence>& out) {
-  if (r.split != data::kSplitTrain || r.length < 2 || f.samples == 0) return;
-  const uint64_t a = r.stream_offset;
-  const uint64_t first = a / f.T, last = std::min((a + r.length - 1) / f.T, f.samples - 1);
+                     EpochFn epoch, size_t cap, std::vector<Occurrence>& out) {
+  const SampleRange range = samples_holding(r, f);
   const uint64_t per_step = f.M * f.b;
-  for (uint64_t s = first; s <= last && first <= last; ++s)
+  for (uint64_t s = range.first; s <= range.last; ++s)
     for (uint64_t e = 0; e < f.epochs(); ++e) {
       const uint64_t p = e * f.samples + epoch(e).position_of(s);
       if (p >= f.end) continue;
+      if (out.size() >= cap) return;
       out.push_back({id, s, p, e, p / per_step, (p % per_step) / f.b, p % f.b});
     }
 }
 
-// The verdict on a document's copies (records of the same content hash).
-Verdict decide(const std::vector<std::pair<uint64_t, data::DocumentRecord>>& copies,
-               std::vector<Occurrence>& occurrences, const ScheduleFacts& f,
-               const std::function<const data::Permutation&(uint64_t)>& epoch) {
+// The verdict on a document's copies (records of the same content hash). Callers first bound the
+// walk (sample_epochs). With more than `cap` occurrences, `occurrences` stops at cap + 1 (the
+// verdict, included, still holds): a proof checker's cap is the count the proof lists.
+Verdict decide(const Copies& copies, std::vector<Occurrence>& occurrences, const ScheduleFacts& f,
+               const std::function<const data::Permutation&(uint64_t)>& epoch,
+               size_t cap = SIZE_MAX - 1) {
   if (copies.empty()) return Verdict::NotInDataset;
   bool any_train = false;
   for (auto& [id, r] : copies) {
     any_train |= r.split == data::kSplitTrain;
-    add_occurrences(id, r, f, epoch, occurrences);
+    add_occurrences(id, r, f, epoch, cap + 1, occurrences);
+    if (occurrences.size() > cap) return Verdict::Included;
   }
   if (!any_train) return Verdict::HeldOut;
   std::sort(occurrences.begin(), occurrences.end(), [](const Occurrence& x, const Occurrence& y) {
@@ -171,7 +200,7 @@ Answer DataIndex::query(const Digest& sha, std::string label) const {
   while (hi != recs.end() && hi->sha256 == sha) ++hi;
   a.first_leaf = size_t(lo - recs.begin());
   a.last_leaf = size_t(hi - recs.begin());
-  std::vector<std::pair<uint64_t, data::DocumentRecord>> copies;
+  Copies copies;
   for (size_t i = a.first_leaf; i < a.last_leaf; ++i) {
     copies.emplace_back(tree_.ids[i], recs[i]);
     a.document_ids.push_back(tree_.ids[i]);
@@ -186,6 +215,10 @@ Answer DataIndex::query(const Digest& sha, std::string label) const {
   }
   const ScheduleFacts f{run_.data_seed, run_.seq_len,  run_.micro_batches,
                         run_.micro_batch_size, num_samples_, run_.end_position()};
+  if (const uint64_t n = sample_epochs(copies, f); n > kMaxWalkedSampleEpochs)
+    fail("{}: its copies span {} samples × epochs of the schedule; wit query answers (and a "
+         "proof is checked) over at most {}",
+         a.label, n, kMaxWalkedSampleEpochs);
   a.verdict = decide(copies, a.occurrences, f,
                      [this](uint64_t e) -> const data::Permutation& { return epochs_[e]; });
   a.split = a.verdict == Verdict::HeldOut ? data::split_name(data::kSplitVal)
@@ -395,7 +428,7 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
   // The leaves: contiguous, each in the tree; the copies flanked by leaves of other hashes.
   const json& ls = field(p, "leaves");
   if (!ls.is_array() || ls.size() > 1'000'000) invalid("field 'leaves' is not a list");
-  std::vector<std::pair<uint64_t, data::DocumentRecord>> copies;
+  Copies copies;
   size_t below = 0, above = 0;
   uint64_t first_index = 0, last_index = 0;
   for (size_t i = 0; i < ls.size(); ++i) {
@@ -438,20 +471,30 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
   if (f.epochs() > kMaxCheckedEpochs)
     invalid(fmt::format("the run spans {} epochs of its data; a proof is checked over at most {}",
                         f.epochs(), kMaxCheckedEpochs));
+  if (const uint64_t walk = sample_epochs(copies, f); walk > kMaxWalkedSampleEpochs)
+    invalid(fmt::format("the document's copies span {} samples × epochs of the schedule; a proof "
+                        "is checked over at most {}",
+                        walk, kMaxWalkedSampleEpochs));
+  const json& got = field(p, "occurrences");
+  if (!got.is_array()) invalid("field 'occurrences' is not a list");
   std::map<uint64_t, data::Permutation> epochs;
   std::vector<Occurrence> occurrences;
-  const Verdict v = decide(copies, occurrences, f, [&](uint64_t e) -> const data::Permutation& {
-    auto it = epochs.find(e);
-    if (it == epochs.end()) it = epochs.emplace(e, data::Permutation(f.samples, f.seed, e)).first;
-    return it->second;
-  });
+  // Capped at the count the proof lists: more would be refused below, and are never held.
+  const Verdict v = decide(
+      copies, occurrences, f,
+      [&](uint64_t e) -> const data::Permutation& {
+        auto it = epochs.find(e);
+        if (it == epochs.end())
+          it = epochs.emplace(e, data::Permutation(f.samples, f.seed, e)).first;
+        return it->second;
+      },
+      got.size());
   if (text(p, "verdict") != verdict_name(v))
     invalid(fmt::format("the proof claims '{}' but its facts give '{}'", text(p, "verdict"),
                         verdict_name(v)));
   json want = json::array();
   for (auto& o : occurrences) want.push_back(occurrence_json(o));
-  const json& got = field(p, "occurrences");
-  if (!got.is_array() || got.size() != want.size())
+  if (got.size() != want.size())
     invalid("the occurrences are not exactly those the schedule gives");
   for (size_t i = 0; i < want.size(); ++i)
     if (got[i] != want[i])

@@ -36,6 +36,27 @@ std::vector<std::string> corpus() {
   return docs;
 }
 
+// A run of `manifest` (T = 16, M = 2, b = 3) of `total_steps`, whose trainer signed a head
+// after `signed_steps`.
+RunFacts run_facts(const data::Manifest& manifest, const SigningKey& key, uint64_t total_steps,
+                   uint64_t signed_steps) {
+  RunMeta meta;
+  meta.committed_yaml = committed_yaml(config::Config::parse(
+      "", "test", run_schema(),
+      {"data.seed=5", "data.seq_len=16", "train.micro_batches=2", "train.micro_batch_size=3",
+       "train.steps=" + std::to_string(total_steps)}));
+  meta.manifest_root = manifest.root;
+  meta.data_layout = data::layout_digest(manifest);
+  meta.num_params = 1234;
+  meta.public_key = key.public_key();
+  Heads head;
+  head.genesis = meta.genesis();
+  head.steps = signed_steps;
+  head.step_head = sha256("record " + std::to_string(signed_steps));
+  head.fingerprint_head = head.checkpoint_head = head.eval_head = head.genesis;
+  return RunFacts::from_signed_head(meta, head, key.sign(signed_message(head_hash(head))));
+}
+
 struct QueryFixture {
   TempDir dir;
   std::unique_ptr<data::Dataset> dataset;
@@ -53,23 +74,7 @@ struct QueryFixture {
   }
   SigningKey key = SigningKey::generate();
   // A run of this dataset whose trainer signed a head after `steps` of its 1000 steps.
-  RunFacts facts(uint64_t steps) const {
-    RunMeta meta;
-    meta.committed_yaml = committed_yaml(config::Config::parse(
-        "", "test", run_schema(),
-        {"data.seed=5", "data.seq_len=16", "train.micro_batches=2", "train.micro_batch_size=3",
-         "train.steps=1000"}));
-    meta.manifest_root = dataset->manifest().root;
-    meta.data_layout = data::layout_digest(dataset->manifest());
-    meta.num_params = 1234;
-    meta.public_key = key.public_key();
-    Heads head;
-    head.genesis = meta.genesis();
-    head.steps = steps;
-    head.step_head = sha256("record " + std::to_string(steps));
-    head.fingerprint_head = head.checkpoint_head = head.eval_head = head.genesis;
-    return RunFacts::from_signed_head(meta, head, key.sign(signed_message(head_hash(head))));
-  }
+  RunFacts facts(uint64_t steps) const { return run_facts(dataset->manifest(), key, 1000, steps); }
   TrustedRun trusted() const {
     RunFacts f = facts(0);
     return {f.meta.manifest_root, f.meta.genesis(), std::nullopt};
@@ -207,6 +212,44 @@ TEST(Query, RunsBeyondWhatAProofCanCoverGetNoAnswer) {
       << msg;
 }
 
+// A trainer's dataset may hold a document spanning most of a long run's samples: answering for
+// it, or checking a proof of it, walks a permutation inverse per sample and epoch and holds an
+// occurrence for each. Both refuse beyond a bound, before walking.
+TEST(Query, DocumentsSpanningTooManySamplesGetNoAnswer) {
+  // 10^6 samples of T = 16; document 0 spans 200,000 of them. The shards are never read.
+  data::Manifest m;
+  m.tokenizer = "byte";
+  m.vocab_size = 257;
+  m.eot_token = 256;
+  m.source = "synthetic";
+  const uint64_t train = 16'000'001, long_doc = 3'200'000;
+  m.shards = {{"train_000000.bin", 0, train, sha256("train shard")},
+              {"val_000000.bin", 1, 10, sha256("val shard")}};
+  m.documents = {{0, 0, 0, 0, long_doc, sha256("long")},
+                 {1, 0, 0, long_doc, train - long_doc, sha256("the rest")},
+                 {2, 1, 1, 0, 10, sha256("held out")}};
+  m.root = data::manifest_root(m);
+  const SigningKey key = SigningKey::generate();
+  const uint64_t steps = 166'666'667;  // 1,001 epochs begun
+  const DataIndex whole_run(m, run_facts(m, key, steps, steps), "synthetic data");
+  EXPECT_TRUE(contains(error_of([&] { whole_run.query_id(0); }),
+                       "id 0: its copies span 200200000 samples × epochs of the schedule; wit "
+                       "query answers (and a proof is checked) over at most 100000000"));
+  EXPECT_EQ(whole_run.query_id(2).verdict, Verdict::HeldOut);
+
+  // A proof of document 0 made after one step (one epoch) checks; under the head signed at the
+  // run's end it is refused before the walk.
+  const DataIndex one_step(m, run_facts(m, key, steps, 1), "synthetic data");
+  nlohmann::json p = one_step.proof(one_step.query_id(0));
+  const TrustedRun trusted{m.root, one_step.run().meta.genesis(), std::nullopt};
+  ASSERT_TRUE(check_proof(p, trusted).ok) << check_proof(p, trusted).reason;
+  p["signed_head"] = whole_run.proof(whole_run.query_id(2))["signed_head"];
+  EXPECT_TRUE(contains(check_proof(p, trusted).reason,
+                       "the document's copies span 200200000 samples × epochs of the schedule; a "
+                       "proof is checked over at most 100000000"))
+      << check_proof(p, trusted).reason;
+}
+
 // The root commits to each document's split and place: the same documents split otherwise are
 // another dataset, refused by root (and the layout digest would refuse it too).
 TEST(Query, SameDocumentsSplitDifferentlyIsAnotherDataset) {
@@ -302,7 +345,12 @@ TEST(QueryProof, ForgedProofsFail) {
     }
   }
   ASSERT_TRUE(check_proof(included, trusted).ok);
+  ASSERT_GE(included["occurrences"].size(), 2u);
   auto p = included;
+  p["occurrences"].erase(1);  // the checker holds no more occurrences than the proof lists
+  EXPECT_TRUE(contains(check_proof(p, trusted).reason, "the occurrences are not exactly those"))
+      << check_proof(p, trusted).reason;
+  p = included;
   p["occurrences"][0]["position"] = p["occurrences"][0]["position"].get<uint64_t>() + 1;
   EXPECT_TRUE(contains(check_proof(p, trusted).reason, "occurrence 0 is not the one"));
   p = included;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 namespace wit {
@@ -21,6 +22,9 @@ double unix_now() {
 }
 
 std::string format_duration(double s) {
+  // Durations may come from a log a trainer wrote: never convert what no int can hold.
+  if (!(s >= 0) || std::isinf(s)) return "?";
+  if (s >= 1e9) return fmt::format("{:.3g}s", s);
   if (s < 60) return fmt::format("{:.0f}s", s);
   if (s < 3600) return fmt::format("{}m{:02d}s", int(s) / 60, int(s) % 60);
   return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);

@@ -10,7 +10,8 @@ namespace wit {
 std::string utc_now();
 // Now, seconds since the Unix epoch (fractional).
 double unix_now();
-// "42s", "3m07s", "2h15m": how progress lines give durations and ETAs.
+// "42s", "3m07s", "2h15m": how progress lines give durations and ETAs; "?" for a negative,
+// infinite or NaN one, and seconds ("3.17e+12s") from 10^9 s on.
 std::string format_duration(double seconds);
 
 }  // namespace wit

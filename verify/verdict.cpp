@@ -134,6 +134,9 @@ nlohmann::json Verification::certificate() const {
       {"guarantee", guarantee()},
       {"verified_at", utc_now()},
   };
+  // What the replay computed on (rank 0's; every rank resolves the same compute): the device,
+  // and its numerics (CPU: the pin and the CPU's model; GPU: model, versions and precision).
+  c["replay_compute"] = compute_ ? device_facts(*compute_) : json(nullptr);
   c["checkpoints"] = checkpoints_statement();
   c.update(run_identity(*log_, *lr_.signed_heads, states_.at(lr_.valid_steps)));
   if (o_.tolerance)

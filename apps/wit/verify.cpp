@@ -209,6 +209,7 @@ int verify_on(const VerifyCliOptions& o, dist::Communicator* comm) {
       cert["model_sha256"].get<std::string>().substr(0, 16));
   summary += fmt::format("  challenges: {} ({}), replayed on {}\n", r.draws, r.challenge_source,
                          cert["replayed_on"].get<std::string>());
+  summary += fmt::format("  replay compute: {}\n", cert["replay_compute"].dump());
   for (auto& st : r.stages) summary += fmt::format("  {:<11} passed: {}\n", st.name, st.detail);
   summary += fmt::format("  verifier key {}, {}; signed certificate {}\n",
                          witness::key_id(key->public_key()),

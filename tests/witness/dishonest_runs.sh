@@ -61,6 +61,9 @@ done
 /usr/bin/python3 - "$work/n1/certificate.json" "$work" <<'PY' || fail "certificate fields"
 import json, sys
 cert = json.load(open(sys.argv[1]))
+# The certificate says what the replay computed on.
+rc = cert["replay_compute"]
+assert rc["device"] == "cpu" and rc["numerics"] and rc["cpu"], rc
 def variants(value):
     if isinstance(value, bool): yield not value
     elif isinstance(value, (int, float)): yield value + 1

@@ -123,6 +123,12 @@ void migrate_jobs(Db& db) {
       " created_ms BIGINT NOT NULL,"
       " attempts BIGINT NOT NULL)");
   db.exec("CREATE INDEX IF NOT EXISTS board_jobs_state ON board_jobs (state, created_ms)");
+  // When each job's current lease began (a table of its own: board_jobs of older boards lack
+  // the column), which bounds how long renewals may keep it.
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS board_job_holds ("
+      " job TEXT PRIMARY KEY REFERENCES board_jobs(id),"
+      " leased_ms BIGINT NOT NULL)");
   db.exec(
       "CREATE TABLE IF NOT EXISTS board_reports ("
       " job TEXT PRIMARY KEY REFERENCES board_jobs(id),"
@@ -179,6 +185,11 @@ JobQueue::JobQueue(Db& db, VerifyPolicy policy, const witness::SigningKey& key)
   if (!(policy_.spot_check >= 0 && policy_.spot_check <= 1))
     fail("spot check probability {}: expected 0 to 1", policy_.spot_check);
   if (policy_.lease_ms < 1000) fail("a lease of {} ms is too short: at least 1000", policy_.lease_ms);
+  if (policy_.max_hold_ms < policy_.lease_ms)
+    fail("a job may be held {} ms in all, less than one lease of {} ms", policy_.max_hold_ms,
+         policy_.lease_ms);
+  if (policy_.participant_attempts < 1)
+    fail("participant attempts {}: expected at least 1", policy_.participant_attempts);
 }
 
 void JobQueue::queue_job(const std::string& entry, int64_t segment, const std::string& role,
@@ -341,7 +352,8 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
                           .integer(0) >= policy_.max_leases)
       return;
     const auto rows = db_.query(
-        "SELECT j.id, j.entry, j.segment, j.role, j.exclude, j.created_ms, e.participant "
+        "SELECT j.id, j.entry, j.segment, j.role, j.exclude, j.created_ms, e.participant, "
+        "j.attempts "
         "FROM board_jobs j JOIN board_entries e ON e.id = j.entry "
         "WHERE j.state = 'queued' OR (j.state = 'leased' AND j.lease_expires < $1) "
         "ORDER BY j.created_ms, j.id",
@@ -362,8 +374,10 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
           pick = &r;
           break;
         }
-        if (!pick && r.integer(5) <= now - policy_.pool_delay_ms) pick = &r;
+        const bool lapsed = r.integer(7) >= policy_.participant_attempts;
+        if (!pick && (lapsed || r.integer(5) <= now - policy_.pool_delay_ms)) pick = &r;
       } else if (role != "board" && r.text(6) != who && r.text(4) != who &&
+                 r.integer(7) < policy_.participant_attempts &&
                  !reported.count({r.text(1), r.integer(2)})) {
         eligible.push_back(&r);
       }
@@ -379,6 +393,8 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
                  "'leased' AND lease_expires < $4))",
                  {pick->text(0), who, expires, now}) != 1)
       return;
+    db_.exec("DELETE FROM board_job_holds WHERE job = $1", {pick->text(0)});
+    db_.exec("INSERT INTO board_job_holds (job, leased_ms) VALUES ($1, $2)", {pick->text(0), now});
     Job j;
     j.id = pick->text(0);
     j.entry = pick->text(1);
@@ -407,9 +423,20 @@ std::optional<Job> JobQueue::lease(const std::string& who) {
 bool JobQueue::renew(const std::string& job, const std::string& who) {
   bool held = false;
   db_.transaction([&] {
+    const int64_t now = now_ms();
+    int64_t until = now + policy_.lease_ms;
+    if (who != kBoardWorker) {
+      const auto since = db_.query("SELECT leased_ms FROM board_job_holds WHERE job = $1", {job});
+      const int64_t end = since.empty() ? now : since[0].integer(0) + policy_.max_hold_ms;
+      if (now >= end) {
+        held = false;
+        return;
+      }
+      until = std::min(until, end);
+    }
     held = db_.exec("UPDATE board_jobs SET lease_expires = $3 WHERE id = $1 AND owner = $2 AND "
                     "state = 'leased'",
-                    {job, who, now_ms() + policy_.lease_ms}) == 1;
+                    {job, who, until}) == 1;
   });
   return held;
 }

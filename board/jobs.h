@@ -46,6 +46,12 @@ struct VerifyPolicy {
   int64_t pool_delay_ms = 0;      // the board's pool leaves open jobs this long to participants
   int64_t lease_ms = 600'000;     // a lease not renewed in this time returns the job to the queue
   int64_t max_leases = 8;         // jobs one participant may hold at once
+  // How long a participant may hold one job, renewals included: renewing cannot keep a job from
+  // the others (nor an entry from its verdict) for ever.
+  int64_t max_hold_ms = 6 * 3'600'000;
+  // Leases of one job that participants may take; a job they let lapse that often is the board
+  // pool's, whatever pool_delay_ms says.
+  int64_t participant_attempts = 2;
   int64_t max_pending_draws = 1000;  // re-challenges wait while an entry has this many undecided
   // Draws an entry may have in all. Each re-signs its certificate, which lists them, so without
   // a bound anyone with a token could grow an entry's page and certificate without end.
@@ -102,7 +108,8 @@ class JobQueue {
   // The next job `who` (a participant id or kBoardWorker) may replay: never its own entries'
   // and never a segment it reported on. nullopt when there is none.
   std::optional<Job> lease(const std::string& who);
-  // Extends the lease; false when `who` no longer holds it.
+  // Extends the lease, up to max_hold_ms from when it was leased (the board's pool has no such
+  // bound); false when `who` no longer holds it or has held it that long.
   bool renew(const std::string& job, const std::string& who);
   // A worker's result. Throws an Error when `who` does not hold the job's lease.
   void report(const std::string& job, const std::string& who, const std::string& worker,

@@ -214,7 +214,10 @@ Response Site::jobs(const Request& r, const std::string& path) const {
     if (slash == std::string::npos) return api_error(404, fmt::format("no such API path: {}", path));
     const std::string id = rest.substr(0, slash), action = rest.substr(slash + 1);
     if (action == "renew") {
-      if (!q.renew(id, p->id)) return api_error(409, fmt::format("job {} is not leased to you", id));
+      if (!q.renew(id, p->id))
+        return api_error(409, fmt::format("job {} is not leased to you, or you have held it as "
+                                          "long as one job may be held (serve --max-hold)",
+                                          id));
       return json_response(200, {{"job", id}, {"renewed", true}});
     }
     if (action == "report") {

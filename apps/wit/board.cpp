@@ -273,6 +273,9 @@ int board_serve(const BoardServeOptions& o) {
   if (o.pool < 0 || o.pool > 64) fail("--pool {}: expected 0 to 64 workers", o.pool);
   if (!(o.pool_delay >= 0)) fail("--pool-delay {}: expected >= 0 seconds", o.pool_delay);
   if (!(o.lease >= 1)) fail("--lease {}: expected at least 1 second", o.lease);
+  if (!(o.max_hold * 3600 >= o.lease && o.max_hold <= 1e6))
+    fail("--max-hold {}: expected hours, at least one lease (--lease {} s) and at most 10^6",
+         o.max_hold, o.lease);
   if (!(o.upload_quota > 0 && o.upload_quota < 1e9)) fail("--upload-quota {}: expected GiB > 0", o.upload_quota);
   board::ServerOptions so;
   so.host = o.listen.substr(0, colon);
@@ -286,6 +289,7 @@ int board_serve(const BoardServeOptions& o) {
   v.policy.spot_check = o.spot_check;
   v.policy.pool_delay_ms = int64_t(o.pool_delay * 1000);
   v.policy.lease_ms = int64_t(o.lease * 1000);
+  v.policy.max_hold_ms = int64_t(o.max_hold * 3'600'000);
   v.checks = replay_checks();
   v.datasets = index_datasets(o.datasets);
   v.work_dir = fs::absolute(o.files) / "work";

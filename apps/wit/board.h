@@ -29,6 +29,7 @@ struct BoardServeOptions {
   double spot_check = 0.25;     // chance the board itself checks a participant's report
   double pool_delay = 0;        // seconds the pool leaves open jobs to participants' workers
   double lease = 600;           // seconds a job lease lasts without renewal
+  double max_hold = 6;          // hours a participant may hold one job, renewals included
   double upload_quota = 64;     // GiB of unfinished uploads one participant may hold
 };
 // Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM, verifying entries

@@ -99,6 +99,10 @@ void add_serve(CLI::App* board, Commands& commands) {
   serve->add_option("--lease", so->lease,
                     "Seconds a job stays leased to a worker that stops renewing it")
       ->capture_default_str();
+  serve->add_option("--max-hold", so->max_hold,
+                    "Hours a participant's worker may hold one job, renewals included; then it "
+                    "goes back to the queue (after two such leases, to the board's own pool)")
+      ->capture_default_str();
   commands.on_run(serve, [=] { return board_serve(*so); });
 }
 

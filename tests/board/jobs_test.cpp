@@ -426,6 +426,31 @@ TEST_P(JobsTest, ALeaseThatExpiresReturnsTheJobAndTheLateReportIsRefused) {
   (void)e;
 }
 
+// Renewing cannot keep a job for ever (an entry would never get its verdict), and identities
+// passing a job between them by letting it lapse hand it to the board's pool after two leases.
+TEST_P(JobsTest, RenewalsStopAtTheHoldLimitAndATwiceLapsedJobIsTheBoards) {
+  policy_.pool_delay_ms = 60'000;  // the pool leaves open jobs to participants for a minute
+  policy_.max_hold_ms = 1500;
+  entry("alice", 3);  // segment 1, drawn 4 times: one job open to participants
+  JobQueue q = queue();
+  const auto job = q.lease(ids_["bob"]);
+  ASSERT_TRUE(job);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_TRUE(q.renew(job->id, ids_["bob"]));  // now leased until the hold ends, at 1.5 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  EXPECT_FALSE(q.renew(job->id, ids_["bob"]));  // held 1.6 s: no more
+  const auto second = q.lease(ids_["carol"]);   // back in the queue
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->id, job->id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // carol lets it lapse too
+  EXPECT_FALSE(q.lease(ids_["mallory"]));
+  EXPECT_FALSE(q.lease(ids_["bob"]));
+  std::set<std::string> pool;
+  while (auto j = q.lease(kBoardWorker)) pool.insert(j->id);
+  EXPECT_TRUE(pool.count(job->id));  // long before the pool delay
+  EXPECT_TRUE(q.renew(job->id, kBoardWorker));
+}
+
 TEST_P(JobsTest, ACertificateWhoseEntryIsStruckLaterIsWithdrawnInTheSignedStatusList) {
   const std::string e = entry("alice", 20);
   const std::string other = entry("bob", 20);

@@ -120,6 +120,12 @@ uint64_t BlobStore::announced_size(const Digest& sha) const {
   return std::stoull(read_text_file(size_path(sha)));
 }
 
+void BlobStore::abandon(const Digest& sha) {
+  std::error_code ec;
+  fs::remove(partial_path(sha), ec);
+  fs::remove(size_path(sha), ec);
+}
+
 fs::path BlobStore::finish(const Digest& sha) {
   const std::string h = to_hex(sha);
   if (has(sha)) return blob_path(sha);

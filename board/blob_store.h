@@ -14,7 +14,8 @@
 //   store.finish(sha);                           // checks size and hash, publishes
 //   store.path_of(sha);                          // blobs/... once published
 //
-// Calls for one upload are serialized by the caller (the server holds a lock per upload).
+// Calls for one upload are serialized by the caller (the server holds a lock per upload);
+// different uploads may proceed at once.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,9 @@ class BlobStore {
   std::filesystem::path finish(const Digest& sha);
   // The size an upload was announced with (begin), or the published file's size.
   uint64_t announced_size(const Digest& sha) const;
+  // Drops an unfinished upload's bytes (nothing when there are none or the file is published):
+  // a later begin starts it again from byte 0.
+  void abandon(const Digest& sha);
 
  private:
   std::filesystem::path partial_path(const Digest& sha) const;

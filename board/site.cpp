@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "board/ids.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace wit::board {
@@ -89,6 +90,16 @@ std::optional<uint64_t> number(const std::optional<std::string>& s) {
 
 }  // namespace
 
+std::shared_ptr<std::mutex> Site::upload_lock(const Digest& sha) const {
+  std::lock_guard<std::mutex> lock(upload_locks_mutex_);
+  for (auto it = upload_locks_.begin(); it != upload_locks_.end();)
+    it = it->second.expired() ? upload_locks_.erase(it) : std::next(it);
+  auto& slot = upload_locks_[sha];
+  std::shared_ptr<std::mutex> m = slot.lock();
+  if (!m) slot = m = std::make_shared<std::mutex>();
+  return m;
+}
+
 Response Site::file(const Request& r, const std::string& path) const {
   const std::string hex = path.substr(11);
   if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
@@ -96,7 +107,8 @@ Response Site::file(const Request& r, const std::string& path) const {
   const Digest sha = digest_from_hex(hex, "file");
   const auto me = caller(r);
   if (!me) return api_error(401, "uploading takes a participant's token (Authorization: Bearer TOKEN)");
-  std::lock_guard<std::mutex> lock(files_mutex_);
+  const std::shared_ptr<std::mutex> upload = upload_lock(sha);
+  std::lock_guard<std::mutex> lock(*upload);
   try {
     if (r.method == "GET") {
       const auto size = number(query_value(r.target, "size"));
@@ -105,19 +117,39 @@ Response Site::file(const Request& r, const std::string& path) const {
         // Unfinished uploads are the board's disk held for a participant: bounded per participant.
         std::lock_guard<std::mutex> db_lock(db_mutex_);
         const std::string& who = me->id;
+        const std::string expired = utc_at(int64_t(unix_now()) - v_.upload_expiry_s);
         uint64_t open = 0;
+        int64_t count = 0;
         bool mine = false;
-        for (const Row& u : db_.query("SELECT sha256, size FROM board_uploads WHERE participant = $1", {who})) {
-          if (files_.has(digest_from_hex(u.text(0), "upload"))) {
+        for (const Row& u : db_.query("SELECT sha256, size, began FROM board_uploads WHERE participant = $1", {who})) {
+          const Digest other = digest_from_hex(u.text(0), "upload");
+          if (files_.has(other)) {
             db_.exec("DELETE FROM board_uploads WHERE sha256 = $1", {u.text(0)});
             continue;
           }
-          if (u.text(0) == hex) mine = true;
-          else open += uint64_t(u.integer(1));
+          if (u.text(2) < expired && u.text(0) != hex) {
+            db_.exec("DELETE FROM board_uploads WHERE sha256 = $1 AND participant = $2", {u.text(0), who});
+            // Its bytes go once nobody uploads it; an upload being written now is left alone.
+            const std::shared_ptr<std::mutex> theirs = upload_lock(other);
+            std::unique_lock<std::mutex> busy(*theirs, std::try_to_lock);
+            if (busy.owns_lock() &&
+                db_.query("SELECT 1 FROM board_uploads WHERE sha256 = $1", {u.text(0)}).empty())
+              files_.abandon(other);
+            continue;
+          }
+          if (u.text(0) == hex) {
+            mine = true;
+            continue;
+          }
+          open += uint64_t(u.integer(1));
+          ++count;
         }
+        if (!mine && count >= v_.max_open_uploads)
+          return api_error(413, fmt::format("you have {} unfinished uploads, this board's limit per participant: finish one first (one unfinished for {} days is dropped)",
+                                            count, v_.upload_expiry_s / 86400));
         if (open + *size > v_.upload_quota)
-          return api_error(413, fmt::format("your unfinished uploads would hold {} bytes, over this board's quota of {} per participant: finish or abandon one first",
-                                            open + *size, v_.upload_quota));
+          return api_error(413, fmt::format("your unfinished uploads would hold {} bytes, over this board's quota of {} per participant: finish one first (one unfinished for {} days is dropped)",
+                                            open + *size, v_.upload_quota, v_.upload_expiry_s / 86400));
         if (!mine)
           db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                    {hex, who, int64_t(*size), utc_now()});

@@ -29,6 +29,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -65,6 +67,11 @@ struct SiteOptions {
   std::filesystem::path work_dir;  // where runs are linked to be checked
   // Bytes of uploads a participant may have begun and not finished at once.
   uint64_t upload_quota = uint64_t(64) << 30;
+  // How many uploads it may have begun and not finished (each is a row and a file).
+  int64_t max_open_uploads = 64;
+  // An upload unfinished this long after it began stops counting against its participant, and
+  // its bytes are dropped once no participant is uploading it.
+  int64_t upload_expiry_s = 7 * 24 * 3600;
 };
 
 class Site {
@@ -94,12 +101,16 @@ class Site {
   // certified ones not yet ranked, then those being verified, then struck ones.
   nlohmann::json ranked_entries(const std::string& track) const;
 
+  // One lock per upload being written: one upload's final hashing never holds up another.
+  std::shared_ptr<std::mutex> upload_lock(const Digest& sha) const;
+
   std::vector<Track> tracks_;
   Db& db_;
   BlobStore& files_;
   const witness::SigningKey& key_;
   SiteOptions v_;
-  mutable std::mutex db_mutex_, files_mutex_;
+  mutable std::mutex db_mutex_, upload_locks_mutex_;
+  mutable std::map<Digest, std::weak_ptr<std::mutex>> upload_locks_;
 };
 
 // Text made safe for HTML: & < > " ' escaped.

@@ -8,8 +8,10 @@
 
 namespace wit {
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
+std::string utc_now() { return utc_at(std::time(nullptr)); }
+
+std::string utc_at(int64_t unix_seconds) {
+  const std::time_t t = std::time_t(unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

@@ -2,12 +2,15 @@
 // progress lines print them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace wit {
 
-// Now, ISO 8601 UTC to the second: "2026-12-03T23:59:00Z".
+// Now, ISO 8601 UTC to the second: "2026-12-03T23:59:00Z". Such strings sort as their times.
 std::string utc_now();
+// The same for a time given in seconds since the Unix epoch.
+std::string utc_at(int64_t unix_seconds);
 // Now, seconds since the Unix epoch (fractional).
 double unix_now();
 // "42s", "3m07s", "2h15m": how progress lines give durations and ETAs; "?" for a negative,

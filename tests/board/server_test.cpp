@@ -215,6 +215,7 @@ class QuotaTest : public ServerTest {
   SiteOptions options() override {
     SiteOptions o;
     o.upload_quota = 250'000;
+    o.max_open_uploads = 3;
     return o;
   }
 };
@@ -236,6 +237,31 @@ TEST_F(QuotaTest, AParticipantsUnfinishedUploadsAreBounded) {
   EXPECT_EQ(request(http::verb::get, "/api/files/" + c + "?size=9", "", token_).result_int(), 200);
   EXPECT_EQ(request(http::verb::put, "/api/files/" + c + "?offset=0", small, token_).result_int(), 200);
   EXPECT_EQ(request(http::verb::get, "/api/files/" + c + "?size=9", "", token_).result_int(), 200);
+}
+
+// Each unfinished upload is a row and a file, whatever its size: their number is bounded too,
+// and one left unfinished for days stops counting and loses its bytes.
+TEST_F(QuotaTest, UnfinishedUploadsAreBoundedInNumberAndExpire) {
+  std::vector<std::string> shas;
+  for (int i = 0; i < 4; ++i) shas.push_back(to_hex(sha256("upload " + std::to_string(i))));
+  auto begin = [&](const std::string& sha, const std::string& token) {
+    return request(http::verb::get, "/api/files/" + sha + "?size=10", "", token);
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(begin(shas[i], token_).result_int(), 200);
+  EXPECT_EQ(request(http::verb::put, "/api/files/" + shas[0] + "?offset=0", "12345", token_).result_int(), 200);
+  auto res = begin(shas[3], token_);
+  EXPECT_EQ(res.result_int(), 413);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "you have 3 unfinished uploads"))
+      << res.body();
+  EXPECT_EQ(begin(shas[1], token_).result_int(), 200);  // one already begun may be resumed
+
+  // The first began long ago: it no longer counts, and nobody else uploads it, so its bytes go.
+  db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1", {shas[0]});
+  EXPECT_EQ(begin(shas[3], token_).result_int(), 200);
+  const std::string other = add_participant(*db_, "lab-c", false);
+  res = begin(shas[0], other);
+  ASSERT_EQ(res.result_int(), 200);
+  EXPECT_EQ(nlohmann::json::parse(res.body())["offset"], 0);  // it held 5 bytes before
 }
 
 TEST_F(ServerTest, ASubmissionIsCheckedBeforeAnythingIsRecorded) {

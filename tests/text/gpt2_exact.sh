@@ -2,7 +2,8 @@
 # wit's GPT-2 tokenizer against tiktoken's gpt2 encoding (PyPI tiktoken, its Rust reference core,
 # built from the same local rank file; installed by launch/install-deps into deps/venv): the
 # same ids for every document of the built-in corpus, for the Unicode torture text
-# (tests/text/torture.sh) as one file and line by line as a JSONL corpus; decoding gives back
+# (tests/text/torture.sh) as one file and line by line as a JSONL corpus, and for pieces up to
+# 20,000 bytes long (and one of a megabyte, which must not hang); decoding gives back
 # the bytes; and bad input to `wit tokenize` and `wit prepare --tokenizer gpt2` is refused
 # with a message, nothing written.
 # Usage: gpt2_exact.sh WIT_BINARY SOURCE_DIR
@@ -32,6 +33,28 @@ echo "torture text: $(wc -w <"$work/wit.ids") tokens, the same ids as tiktoken's
 "$wit" tokenize --tokenizer gpt2 --decode "$work/wit.ids" >"$work/decoded" || fail "wit tokenize --decode"
 cmp -s "$work/decoded" "$work/torture.txt" || fail "decoding does not give back the torture text's bytes"
 echo "torture text: decoded back to its $(stat -c %s "$work/torture.txt") bytes"
+
+# Long pieces, merged with a heap past 256 bytes (a scan per join would cost the square of the
+# length): letters from small alphabets (many ties), mixed case, multi-byte letters, digits,
+# whitespace and punctuation runs, each one GPT-2 piece. A megabyte of one letter must not hang.
+python3 - "$work/long.txt" <<'PY'
+import random
+r = random.Random(7)
+parts = []
+for n in (257, 300, 1000, 5000, 20000):
+    for alphabet in ("a", "ab", "abc", "aAbB", "etaoinshrdlu", "éèàçœ", "的一是不了人我在有他",
+                     "0123456789", " \t", "!?.,;:-_()[]{}<>", "ab12 \n"):
+        parts.append(" " + "".join(r.choice(alphabet) for _ in range(n)))
+open(__import__("sys").argv[1], "w", encoding="utf-8").write("".join(parts))
+PY
+"$wit" tokenize --tokenizer gpt2 "$work/long.txt" >"$work/long.wit" || fail "wit tokenize (long pieces)"
+reference file "$work/long.txt" >"$work/long.tiktoken"
+cmp -s "$work/long.wit" "$work/long.tiktoken" ||
+  { diff <(tr ' ' '\n' <"$work/long.wit") <(tr ' ' '\n' <"$work/long.tiktoken") | head; fail "long pieces differ"; }
+head -c 1000000 /dev/zero | tr '\0' 'a' >"$work/one-letter.txt"
+timeout 120 "$wit" tokenize --tokenizer gpt2 "$work/one-letter.txt" >"$work/one-letter.ids" ||
+  fail "a megabyte of one letter (one piece) was not encoded within 2 minutes"
+echo "long pieces: $(wc -w <"$work/long.wit") tokens, the same ids as tiktoken's gpt2; a 1 MB piece: $(wc -w <"$work/one-letter.ids") tokens"
 
 # Each valid line of the torture text as a JSONL document (JSON strings hold only UTF-8).
 python3 - "$work/torture.txt" "$work/torture.jsonl" <<'PY'

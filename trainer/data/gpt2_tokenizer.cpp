@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <queue>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -129,6 +131,10 @@ struct Gpt2Tokenizer::Impl {
     return it == rank.end() ? kNoRank : it->second;
   }
 
+  // Pieces longer than this are merged with a heap (merge_long) and never cached: scanning every
+  // pair for each join costs the square of a piece's length (a megabyte of letters is one piece).
+  static constexpr size_t kShortPiece = 256;
+
   // Byte-pair merging of one piece: repeatedly join the adjacent pair whose joined bytes have
   // the lowest rank (the leftmost on ties) until no joined pair is a token.
   void merge(std::string_view piece, std::vector<uint16_t>& out) const {
@@ -140,6 +146,7 @@ struct Gpt2Tokenizer::Impl {
       out.push_back(uint16_t(whole));
       return;
     }
+    if (piece.size() > kShortPiece) return merge_long(piece, out);
     if (auto it = cache.find(std::string(piece)); it != cache.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -170,6 +177,50 @@ struct Gpt2Tokenizer::Impl {
     out.insert(out.end(), tokens.begin(), tokens.end());
     if (cache.size() > 1'000'000) cache.clear();  // bounded memory on any corpus
     cache.emplace(std::string(piece), std::move(tokens));
+  }
+
+  // The same joins as merge, in O(n log n): parts form a linked list, and a heap holds every
+  // adjacent pair by (rank, where it begins), so the pair it yields first is the lowest-ranked,
+  // leftmost one. A join changes only its two neighbouring pairs; entries for pairs that no
+  // longer exist are recognised by the parts' versions and skipped.
+  void merge_long(std::string_view piece, std::vector<uint16_t>& out) const {
+    const size_t n = piece.size();
+    std::vector<size_t> next(n), prev(n), version(n, 0);  // part k begins at byte k
+    std::vector<bool> alive(n, true);
+    for (size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k - 1;  // prev[0] is never read
+    const auto joined = [&](size_t k) {  // part k and the one after it, as a token
+      const size_t after = next[k];
+      return after < n ? rank_of(piece.substr(k, next[after] - k)) : kNoRank;
+    };
+    struct Pair {
+      uint32_t rank;
+      size_t left, left_version, right_version;
+      bool operator>(const Pair& o) const { return std::tie(rank, left) > std::tie(o.rank, o.left); }
+    };
+    std::priority_queue<Pair, std::vector<Pair>, std::greater<Pair>> heap;
+    const auto push = [&](size_t k) {
+      if (next[k] >= n) return;
+      if (const uint32_t r = joined(k); r != kNoRank)
+        heap.push({r, k, version[k], version[next[k]]});
+    };
+    for (size_t k = 0; k + 1 < n; ++k) push(k);
+    while (!heap.empty()) {
+      const Pair p = heap.top();
+      heap.pop();
+      const size_t right = next[p.left];
+      if (!alive[p.left] || right >= n || version[p.left] != p.left_version ||
+          version[right] != p.right_version)
+        continue;
+      // Join: the left part takes the right one's bytes.
+      alive[right] = false;
+      next[p.left] = next[right];
+      if (next[right] < n) prev[next[right]] = p.left;
+      ++version[p.left];  // every entry with the left part's old bytes is stale
+      push(p.left);
+      if (p.left > 0) push(prev[p.left]);  // part 0 never joins its left: it has none
+    }
+    for (size_t k = 0; k < n; k = next[k])
+      out.push_back(uint16_t(rank_of(piece.substr(k, next[k] - k))));
   }
 
   // Valid UTF-8 text: pattern pieces, each merged.

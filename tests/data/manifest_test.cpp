@@ -373,6 +373,15 @@ TEST(Manifest, inconsistent_manifests_are_not_written) {
   msg = error_of([&] { write_manifest(dir / "manifest.h5", m); });
   EXPECT_TRUE(contains(msg, "runs past the end of the train split")) << msg;
 
+  // A length whose end wraps past 2^64 back inside the split.
+  m = sample_manifest();
+  m.documents[2].length = ~uint64_t(0) - 2;  // 2^64 - 3: at offset 4 its end wraps to token 1
+  m.root = manifest_root(m);
+  msg = error_of([&] { write_manifest(dir / "manifest.h5", m); });
+  EXPECT_TRUE(contains(msg, "document 2 (offset 4, length 18446744073709551613 in shard "
+                            "train_000000.bin) runs past the end of the train split"))
+      << msg;
+
   m = sample_manifest();
   m.shards[0].file = "../escape.bin";
   msg = error_of([&] { write_manifest(dir / "manifest.h5", m); });

@@ -222,8 +222,10 @@ void validate_manifest(const Manifest& m, const std::string& where) {
     if (d.offset >= s.tokens)
       fail("{}: documents/offset[{}] = {} is beyond shard {} ({}, {} tokens)", where, i, d.offset,
            d.shard, s.file, s.tokens);
-    uint64_t end = split_start[d.shard] + d.offset + d.length;
-    if (end > split_total[d.split])
+    // The start is within the split (offset < the shard's tokens); the length may be anything,
+    // so it is compared with what is left rather than added (a sum could wrap).
+    const uint64_t start = split_start[d.shard] + d.offset;
+    if (d.length > split_total[d.split] - start)
       fail(
           "{}: document {} (offset {}, length {} in shard {}) runs past the end of the {} "
           "split ({} tokens)",
@@ -243,6 +245,8 @@ void write_manifest(const fs::path& path, const Manifest& m) {
   fs::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid());
   try {
+    std::error_code gone;
+    fs::remove(tmp, gone);  // a stale temporary, or a link: HDF5 would write through it
     write_manifest_h5(tmp, m);  // every HDF5 handle is closed when this returns
     fsync_file(tmp);
     std::error_code ec;

@@ -9,6 +9,7 @@
 
 #include "board/net.h"
 #include "core/error.h"
+#include "core/json.h"
 
 namespace wit::board {
 
@@ -78,10 +79,8 @@ std::pair<int, std::string> Client::exchange(const std::string& method, const st
 nlohmann::json Client::call(const std::string& method, const std::string& target,
                             const std::string& body, std::chrono::seconds timeout) {
   const auto [status, text] = exchange(method, target, body, timeout);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
+  const nlohmann::json j = parse_untrusted_json(text);
+  if (j.is_discarded()) {
     fail("board at {}:{}: {} {}: answered {} with no JSON", host_, port_, method, target, status);
   }
   if (status >= 400)
@@ -101,7 +100,7 @@ std::filesystem::path Client::download(const std::string& sha_hex, uint64_t size
         const auto [status, bytes] =
             exchange("GET", fmt::format("/api/files/{}/content?offset={}", sha_hex, at));
         if (status >= 400) {
-          const auto j = nlohmann::json::parse(bytes, nullptr, false);
+          const auto j = parse_untrusted_json(bytes);
           fail("board at {}:{}: file {}: {} {}", host_, port_, sha_hex.substr(0, 16), status,
                j.is_object() ? j.value("error", std::string("(no message)")) : bytes.substr(0, 200));
         }

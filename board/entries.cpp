@@ -10,6 +10,7 @@
 #include <set>
 
 #include "board/ids.h"
+#include "core/json.h"
 #include "verify/certificate.h"
 #include "core/fs.h"
 #include "record/run_config.h"
@@ -119,20 +120,18 @@ Submission parse_submission(const std::string& body) {
   // records is what the participant wrote.
   std::vector<std::set<std::string>> keys;
   std::string twice;
-  const auto no_duplicate_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& v) {
+  const auto key_twice = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& v) {
     using E = nlohmann::json::parse_event_t;
     if (event == E::object_start) keys.emplace_back();
     if (event == E::object_end) keys.pop_back();
-    if (event == E::key && !keys.back().insert(v.get<std::string>()).second && twice.empty())
+    if (event == E::key && !keys.back().insert(v.get<std::string>()).second)
       twice = v.get<std::string>();
-    return true;
+    return !twice.empty();
   };
-  try {
-    j = nlohmann::json::parse(body, no_duplicate_keys);
-  } catch (const nlohmann::json::exception& e) {
-    fail("the submission is not JSON: {}", e.what());
-  }
+  j = parse_untrusted_json(body, key_twice);
   if (!twice.empty()) fail("the submission gives the key '{}' twice", twice);
+  if (j.is_discarded())
+    fail("the submission is not JSON (or nests deeper than {} levels)", kMaxJsonDepth);
   if (!j.is_object()) fail("the submission must be a JSON object");
   Submission s;
   for (const char* key : {"track", "name"}) {

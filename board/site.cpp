@@ -9,6 +9,7 @@
 #include "board/ids.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/json.h"
 
 namespace wit::board {
 
@@ -225,7 +226,7 @@ Response Site::jobs(const Request& r, const std::string& path) const {
   if (!p) return api_error(401, "verification jobs take a participant's token (Authorization: Bearer TOKEN)");
   nlohmann::json body = nlohmann::json::object();
   if (!r.body.empty()) {
-    body = nlohmann::json::parse(r.body, nullptr, false);
+    body = parse_untrusted_json(r.body);
     if (body.is_discarded() || !body.is_object()) return api_error(400, "the body is not a JSON object");
   }
   const std::string worker = body.contains("worker") && body["worker"].is_string() ? body["worker"].get<std::string>() : "";
@@ -278,7 +279,7 @@ Response Site::entry_api(const Request& r, const std::string& path) const {
     if (r.method != "POST") return api_error(405, fmt::format("{} is not allowed on {}", r.method, path));
     const auto p = caller(r);
     if (!p) return api_error(401, "re-challenging takes a participant's token (Authorization: Bearer TOKEN)");
-    const auto body = nlohmann::json::parse(r.body, nullptr, false);
+    const auto body = parse_untrusted_json(r.body);
     if (body.is_discarded() || !body.is_object() || !body.contains("count") || !body["count"].is_number_integer())
       return api_error(400, "a re-challenge is {\"count\": K}");
     std::lock_guard<std::mutex> lock(db_mutex_);
@@ -319,7 +320,7 @@ Response Site::participants(const Request& r, const std::string& path) const {
   std::lock_guard<std::mutex> lock(db_mutex_);
   try {
     if (path == "/api/participants") {
-      const auto body = nlohmann::json::parse(r.body, nullptr, false);
+      const auto body = parse_untrusted_json(r.body);
       if (body.is_discarded() || !body.is_object() || !body.contains("name") || !body["name"].is_string())
         return api_error(400, "a new participant is {\"name\": NAME, \"admin\": false}");
       const bool admin = body.contains("admin") && body["admin"].is_boolean() && body["admin"].get<bool>();
@@ -346,7 +347,7 @@ Response Site::participants(const Request& r, const std::string& path) const {
 Response Site::register_key(const Request& r) const {
   const auto p = caller(r);
   if (!p) return api_error(401, "registering a trainer key takes a participant's token (Authorization: Bearer TOKEN)");
-  const auto body = nlohmann::json::parse(r.body, nullptr, false);
+  const auto body = parse_untrusted_json(r.body);
   auto hex_field = [&](const char* name, size_t digits) -> std::optional<std::string> {
     if (body.is_discarded() || !body.is_object() || !body.contains(name) || !body[name].is_string())
       return std::nullopt;

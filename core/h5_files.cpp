@@ -326,6 +326,9 @@ void File::check_openable(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail("cannot open {}: no such file", path.string());
   if (fs::is_directory(path, ec)) fail("cannot open {}: it is a directory", path.string());
+  if (!fs::is_regular_file(path, ec))
+    fail("cannot open {}: not a regular file (a FIFO or device is never read as one)",
+         path.string());
 #if H5_VERSION_GE(1, 12, 0)
   htri_t is_hdf5 = H5Fis_accessible(path.c_str(), H5P_DEFAULT);
 #else

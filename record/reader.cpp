@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/h5.h"
+#include "core/json.h"
 #include "record/tables_io.h"
 
 namespace wit::witness {
@@ -107,7 +108,7 @@ WitnessLog read_log(const std::filesystem::path& file) {
 }
 
 std::filesystem::path dataset_hint(const WitnessLog& log) {
-  const auto sessions = nlohmann::json::parse(log.meta.sessions_json, nullptr, false);
+  const auto sessions = parse_untrusted_json(log.meta.sessions_json);
   if (!sessions.is_array() || sessions.empty() || !sessions.back().is_object()) return {};
   const auto& last = sessions.back();
   if (!last.contains("data_dir") || !last["data_dir"].is_string()) return {};

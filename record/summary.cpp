@@ -5,6 +5,8 @@
 
 #include <iterator>
 
+#include "core/json.h"
+
 namespace wit::witness {
 
 using nlohmann::json;
@@ -76,7 +78,7 @@ json log_summary(const WitnessLog& log, const LogReport& r) {
         {{"table", p.table}, {"row", p.row}, {"field", p.field}, {"message", p.message}});
   j["problems"] = problems;
   j["notes"] = r.notes;
-  auto sessions = json::parse(m.sessions_json, nullptr, false);
+  auto sessions = parse_untrusted_json(m.sessions_json);
   j["sessions"] = sessions.is_discarded() ? json::array() : sessions;
   json superseded = json::array();
   for (auto& [group, tables] : log.superseded)

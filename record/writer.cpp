@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/json.h"
 
 namespace wit::witness {
 
@@ -150,7 +151,7 @@ LogWriter LogWriter::resume(const fs::path& file, const RunMeta& meta, SigningKe
   }
 
   RunMeta merged = old.meta;
-  auto sessions = nlohmann::json::parse(old.meta.sessions_json, nullptr, false);
+  auto sessions = parse_untrusted_json(old.meta.sessions_json);
   if (!sessions.is_array()) sessions = nlohmann::json::array();
   for (auto& s : nlohmann::json::parse(meta.sessions_json)) sessions.push_back(s);
   merged.sessions_json = sessions.dump();

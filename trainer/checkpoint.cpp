@@ -60,8 +60,7 @@ bool BackgroundCheckpoint::finished() const {
 Digest BackgroundCheckpoint::wait() { return done_.get(); }
 
 Checkpoint load_checkpoint(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot open checkpoint {}", file.string());
+  std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
   in.seekg(std::streamoff(l.payload));
   const int64_t n = l.info.num_params;
@@ -80,8 +79,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& file) {
 }
 
 Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot open checkpoint {}", file.string());
+  std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
   if (l.info.version == 2) {
     Checkpoint c = load_checkpoint(file);
@@ -128,8 +126,7 @@ Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
 }
 
 Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot open checkpoint {}", file.string());
+  std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
   const int64_t n = l.info.num_params;
   const int64_t have = std::max<int64_t>(0, std::min(count, n - begin));

@@ -211,8 +211,7 @@ CheckpointWriter::CheckpointWriter(std::filesystem::path file, const CheckpointI
   std::filesystem::create_directories(file_.parent_path());
   tmp_ = file_;
   tmp_ += ".tmp." + std::to_string(::getpid());
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (!f_) fail("cannot create {}: {}", tmp_.string(), std::strerror(errno));
+  f_ = create_new_file(tmp_);
   const uint32_t version = kCheckpointVersion, reserved = 0;  // the writer writes version 3
   const uint64_t step = uint64_t(info.step), n = uint64_t(info.num_params);
   write_all(f_, kMagic, 8, file_);
@@ -263,9 +262,15 @@ Digest CheckpointWriter::finish() {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-CheckpointInfo read_checkpoint_info(const std::filesystem::path& file) {
+std::ifstream open_checkpoint(const std::filesystem::path& file) {
+  require_regular_file(file, "checkpoint");
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot open checkpoint {}", file.string());
+  return in;
+}
+
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& file) {
+  std::ifstream in = open_checkpoint(file);
   return read_checkpoint_layout(in, file).info;
 }
 
@@ -285,8 +290,7 @@ std::vector<Digest> read_leaf_table(std::ifstream& in, const CheckpointLayout& l
 }
 
 void verify_checkpoint(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot open checkpoint {}", file.string());
+  std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
   in.seekg(std::streamoff(l.payload));
   StateHasher h(l.info.genesis, l.info.step, l.info.num_params, l.info.version);
@@ -311,8 +315,7 @@ void verify_checkpoint(const std::filesystem::path& file) {
 
 uint64_t verify_checkpoint_leaves(const std::filesystem::path& file,
                                   const std::vector<uint64_t>& leaves) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("cannot open checkpoint {}", file.string());
+  std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
   if (l.info.version == 2) {
     verify_checkpoint(file);

@@ -105,6 +105,9 @@ struct CheckpointLayout {
   uint64_t leaves = 0;   // version 3: leaves in the table
 };
 CheckpointLayout read_checkpoint_layout(std::ifstream& in, const std::filesystem::path& file);
+// Opens a checkpoint for reading; throws naming it when it is missing or not a regular file
+// (a FIFO in its place would block the open for ever).
+std::ifstream open_checkpoint(const std::filesystem::path& file);
 // Header and hash only (cheap): the claimed step, size, run and state hash, not yet checked.
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& file);
 // Streams the file and checks the state hash (and, version 3, the leaf table); throws naming the

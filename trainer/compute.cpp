@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "trainer/cpu_numerics.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
@@ -182,7 +183,7 @@ nlohmann::json cpu_key_here() { return cpu_numerics_key(cpu_numerics_facts(), TO
 
 void check_resume_compute(const std::string& sessions_json, const Compute& compute,
                           const std::string& origin) {
-  const auto sessions = nlohmann::json::parse(sessions_json, nullptr, false);
+  const auto sessions = parse_untrusted_json(sessions_json);
   if (!sessions.is_array() || sessions.empty()) return;
   const auto ran = session_facts(sessions.back()), here = facts_here(compute);
   // On the CPU the numerics are the pinned code paths (cpu_numerics.h); on a GPU its facts.
@@ -204,7 +205,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   cpu.attention = rc.model.attention;
   // The sessions that trained on a GPU, and what decided their numerics.
   nlohmann::json ran_on = nlohmann::json::object();
-  const auto sessions = nlohmann::json::parse(sessions_json, nullptr, false);
+  const auto sessions = parse_untrusted_json(sessions_json);
   if (sessions.is_array())
     for (const auto& s : sessions)
       if (!session_facts(s).empty()) ran_on = session_facts(s);

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/json.h"
 
 namespace wit {
 
@@ -50,7 +51,7 @@ void truncate_metrics(const fs::path& file, int64_t step) {
   std::string line, kept;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
+    auto j = parse_untrusted_json(line);
     if (!j.is_discarded() && j.contains("step") && j["step"].get<int64_t>() > step) continue;
     kept += line + "\n";
   }
@@ -62,7 +63,7 @@ float last_logged(const fs::path& file, const char* key) {
   std::string line;
   float value = 0;
   while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
+    auto j = parse_untrusted_json(line);
     if (!j.is_discarded() && j.contains(key)) value = j[key].get<float>();
   }
   return value;

@@ -45,7 +45,8 @@ NamedTensors read_safetensors(const std::filesystem::path& file,
   const uint64_t size = std::filesystem::file_size(file);
   uint64_t n = 0;
   in.read(reinterpret_cast<char*>(&n), 8);
-  if (!in || n > size - 8) fail("{} is not a safetensors file (bad header length)", file.string());
+  if (!in || size < 8 || n > size - 8 || n > (uint64_t(1) << 30))
+    fail("{} is not a safetensors file (bad header length)", file.string());
   std::string head(8 + n, '\0');
   in.seekg(0);
   in.read(head.data(), std::streamsize(head.size()));

@@ -1,10 +1,14 @@
 // The safetensors container's header (trainer/safetensors_file.h).
 #include "trainer/safetensors_file.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json.h"
 
 namespace wit {
 
@@ -19,7 +23,10 @@ SafetensorsIndex parse_safetensors_header(const std::string& head, uint64_t file
   out.data_offset = 8 + n;
   const uint64_t data_bytes = file_size - out.data_offset;
   try {
-    const auto header = nlohmann::ordered_json::parse(head.substr(8, n));
+    const auto header = parse_untrusted_json<nlohmann::ordered_json>(head.substr(8, n));
+    if (header.is_discarded())
+      fail("{}: the safetensors header is not JSON (or nests deeper than {} levels)", where,
+           kMaxJsonDepth);
     if (!header.is_object()) fail("{}: the safetensors header is not a JSON object", where);
     for (auto& [name, v] : header.items()) {
       if (name == "__metadata__") {
@@ -50,6 +57,23 @@ SafetensorsIndex parse_safetensors_header(const std::string& head, uint64_t file
   } catch (const nlohmann::json::exception& e) {
     fail("{}: corrupt safetensors header: {}", where, e.what());
   }
+  // As the format requires, the tensors tile the data section: no byte read twice (a thousand
+  // tensors over the same range would cost a thousand times the file), no hole.
+  std::vector<const SafetensorsEntry*> by_place;
+  for (const auto& e : out.tensors) by_place.push_back(&e);
+  std::sort(by_place.begin(), by_place.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
+  uint64_t covered = 0;
+  for (const auto* e : by_place) {
+    if (e->begin != covered)
+      fail("{}: tensor {} begins at data byte {}, where the tensors before it end at {}: the "
+           "tensors must cover the data section once, without overlap or gap",
+           where, e->name, e->begin, covered);
+    covered = e->end;
+  }
+  if (covered != data_bytes)
+    fail("{}: the tensors cover {} of the data section's {} bytes", where, covered, data_bytes);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/json.h"
 #include "trainer/data/corpus.h"
 #include "trainer/data/split.h"
 #include "record/run_config.h"
@@ -32,7 +33,7 @@ witness::TrustedRun trusted_run(const QueryOptions& o,
     if (o.verifier_key.empty())
       fail("--certificate needs --verifier-key KEY: a certificate counts only when a verifier "
            "you trust signed it");
-    const auto c = json::parse(read_text_file(o.certificate), nullptr, false);
+    const auto c = parse_untrusted_json(read_text_file(o.certificate));
     if (c.is_discarded()) fail("{} is not JSON: not a certificate", o.certificate.string());
     const std::string problem =
         witness::check_certificate(c, witness::load_public_key(o.verifier_key));
@@ -67,7 +68,7 @@ int check_proof_file(const QueryOptions& o) {
     fail("--accept applies to --certificate");
   }
   const std::string text = read_text_file(o.check_proof);
-  const json parsed = json::parse(text, nullptr, false);
+  const json parsed = parse_untrusted_json(text);
   if (parsed.is_discarded()) fail("{} is not JSON: not a query proof", o.check_proof.string());
   const json proofs = parsed.is_array() ? parsed : json::array({parsed});
   if (proofs.empty()) fail("{} holds no proofs", o.check_proof.string());

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/json.h"
 #include "trainer/dist/mpi_communicator.h"
 #include "trainer/witnessing.h"
 #include "verify/verify.h"
@@ -68,7 +69,7 @@ nlohmann::json status_list(const std::string& where) {
 #endif
   }
   text = read_text_file(where);
-  auto list = nlohmann::json::parse(text, nullptr, false);
+  auto list = parse_untrusted_json(text);
   if (list.is_discarded()) fail("--status {}: not JSON, not a status list", where);
   return list;
 }
@@ -79,7 +80,7 @@ int check_certificate_file(const VerifyCliOptions& o) {
         "--check-certificate needs --verifier-key KEY: a certificate proves something only when "
         "it is signed by a verifier you trust, and anyone can sign one with a key of their own");
   const witness::PublicKey verifier = witness::load_public_key(o.verifier_key);
-  const auto c = nlohmann::json::parse(read_text_file(o.check_certificate), nullptr, false);
+  const auto c = parse_untrusted_json(read_text_file(o.check_certificate));
   if (c.is_discarded()) fail("{} is not JSON: not a certificate", o.check_certificate.string());
   std::string problem = witness::check_certificate(c, verifier);
   if (problem.empty() && !o.run.empty()) problem = witness::check_certificate_against_run(c, o.run);

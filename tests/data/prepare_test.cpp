@@ -396,6 +396,24 @@ TEST(Prepare, directory_corpus) {
   EXPECT_EQ(Dataset::open(dir / "out").val().size(), 0u);
 }
 
+// A corpus from elsewhere may hold links to the preparer's own files (a key, its environment):
+// only links to files inside the corpus directory are read.
+TEST(Prepare, directory_corpus_links_outside_it_are_not_read) {
+  TempDir dir;
+  write_text(dir / "secret.txt", "the preparer's key\n");
+  write_text(dir / "in/b.txt", "bee\n");
+  fs::create_symlink(dir / "secret.txt", dir / "in/notes.txt");
+  fs::create_symlink("/proc/self/environ", dir / "in/env.txt");
+  fs::create_symlink("b.txt", dir / "in/c.txt");  // inside: a copy of b.txt
+  PrepareOptions o;
+  o.input = dir / "in";
+  o.out = dir / "out";
+  o.val_fraction = 0.0;
+  prepare(o);
+  EXPECT_EQ(documents_from_shards(Dataset::open(dir / "out")),
+            (std::vector<std::string>{"bee\n", "bee\n"}));
+}
+
 TEST(Prepare, jsonl_corpus) {
   TempDir dir;
   std::string lines;

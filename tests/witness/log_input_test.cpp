@@ -12,6 +12,7 @@
 #include "core/h5.h"
 #include "tests/data/temp_dir.h"
 #include "record/reader.h"
+#include "record/summary.h"
 #include "record/run_config.h"
 #include "record/writer.h"
 #include "tests/witness/log_run.h"
@@ -135,6 +136,28 @@ TEST(WitnessLogBadInput, ValuesKeptOutsideTheFileAreRefused) {
     H5Pclose(dcpl);
   });
   EXPECT_TRUE(contains(filtered, "/steps/step is stored through 1 filter(s)")) << filtered;
+}
+
+// The sessions are the one unsigned part of the metadata: a trainer may write any JSON there.
+// Nested a hundred thousand deep it would overflow the stack of whatever copies or prints it
+// (wit inspect, the verifier choosing its device); it is read as no sessions instead.
+TEST(WitnessLogBadInput, SessionsNestedWithoutEndAreIgnored) {
+  LogRun run;
+  const std::string deep = "[{\"compute\": " + std::string(100'000, '[') +
+                           std::string(100'000, ']') + ", \"data_dir\": \"/x\"}]";
+  {
+    RunMeta meta = test_meta(run.key);
+    meta.sessions_json = deep;
+    LogWriter w = LogWriter::create(run.file, meta, SigningKey::load(run.save_key()));
+    record(w, 0, kSteps);
+    w.sign();
+  }
+  const WitnessLog log = read_log(run.file);
+  const LogReport r = check_log(log);
+  EXPECT_TRUE(r.ok()) << first_problem(r);
+  EXPECT_EQ(dataset_hint(log), std::filesystem::path());
+  EXPECT_EQ(log_summary(log, r)["sessions"], nlohmann::json::array());
+  EXPECT_FALSE(summary_text(log, r).empty());
 }
 
 TEST(WitnessLogBadInput, RowCountMismatch) {

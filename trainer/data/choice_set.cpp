@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/json.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/tokenizer.h"
 
@@ -115,12 +116,8 @@ ChoiceSet load_choice_set(const std::filesystem::path& file, const Manifest& man
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const std::string where = fmt::format("{}:{}", file.string(), line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: not JSON ({})", where, e.what());
-    }
+    const nlohmann::json j = parse_untrusted_json(line);
+    if (j.is_discarded()) fail("{}: not JSON (or nested deeper than {} levels)", where, kMaxJsonDepth);
     set.examples.push_back(parse_example(j, encode, context, where));
   }
   if (set.examples.empty()) fail("{} holds no examples", file.string());

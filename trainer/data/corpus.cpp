@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/json.h"
 
 namespace wit::data {
 
@@ -54,7 +55,9 @@ bool is_hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
-// Regular, non-hidden files below `dir`, as relative paths in byte order.
+// Regular, non-hidden files below `dir`, as relative paths in byte order. A link is taken only
+// when it leads to a file inside `dir`: a corpus from elsewhere could hold one to the reader's
+// own files (a key, /proc/self/environ), which would end up in the shards.
 std::vector<fs::path> list_files(const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
@@ -66,7 +69,9 @@ std::vector<fs::path> list_files(const fs::path& dir) {
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file()) files.push_back(it->path().lexically_relative(dir));
+    if (!it->is_regular_file()) continue;
+    if (it->is_symlink() && !path_inside(it->path(), dir)) continue;
+    files.push_back(it->path().lexically_relative(dir));
   }
   if (ec) fail("cannot list {}: {}", dir.string(), ec.message());
   std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
@@ -193,18 +198,16 @@ void read_directory_documents(const fs::path& dir, const DocumentVisitor& visit)
 
 void read_jsonl_documents(const fs::path& file, const std::string& text_field,
                           const DocumentVisitor& visit, bool canonical) {
+  require_regular_file(file, "JSONL corpus");
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot read {}: {}", file.string(), std::strerror(errno));
   std::string line;
   for (size_t line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::string where = file.string() + ":" + std::to_string(line_no);
-    nlohmann::json object;
-    try {
-      object = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: invalid JSON: {}", where, e.what());
-    }
+    const nlohmann::json object = parse_untrusted_json(line);
+    if (object.is_discarded())
+      fail("{}: invalid JSON (or nested deeper than {} levels)", where, kMaxJsonDepth);
     if (!object.is_object())
       fail("{}: expected a JSON object, found {}", where, object.type_name());
     auto field = object.find(text_field);

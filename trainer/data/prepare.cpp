@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/fs.h"
 #include "trainer/data/corpus.h"
 #include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/manifest.h"
@@ -26,15 +27,6 @@ constexpr size_t kProgressEvery = 100'000;  // documents between progress lines
 
 void say(const Progress& progress, const std::string& line) {
   if (progress) progress(line);
-}
-
-bool path_inside(const fs::path& child, const fs::path& parent) {
-  std::error_code ec;
-  fs::path c = fs::weakly_canonical(child, ec), p = fs::weakly_canonical(parent, ec);
-  if (ec) fail("cannot resolve {} or {}: {}", child.string(), parent.string(), ec.message());
-  auto [pi, ci] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
-  (void)ci;
-  return pi == p.end();
 }
 
 // ---------------------------------------------------------------------------------------------

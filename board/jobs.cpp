@@ -643,6 +643,11 @@ void JobQueue::revoke(const std::string& participant, const std::string& reason)
   for (const std::string& e : entries) refresh(e);
 }
 
+bool JobQueue::standing_certificate(const std::string& id) {
+  return !db_.query("SELECT 1 FROM board_certificates WHERE id = $1 AND withdrawn = ''", {id})
+              .empty();
+}
+
 void JobQueue::withdraw_certificates(const std::string& entry, const std::string& status,
                                      const std::string& reason) {
   db_.exec("UPDATE board_certificates SET withdrawn = $2, status = $3, reason = $4 WHERE entry = "

@@ -148,6 +148,8 @@ class JobQueue {
   int64_t probe_step(const std::string& entry, int64_t segment, int64_t first, int64_t end);
   void queue_board_job(const std::string& entry, int64_t segment);
   void revoke(const std::string& participant, const std::string& reason);
+  // Whether the certificate of this id was issued and not withdrawn.
+  bool standing_certificate(const std::string& id);
   // Marks the entry's standing certificates withdrawn ("struck" or "revoked", and why).
   void withdraw_certificates(const std::string& entry, const std::string& status,
                              const std::string& reason);

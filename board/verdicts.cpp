@@ -188,7 +188,7 @@ void JobQueue::refresh(const std::string& entry) {
     if (r.text(3) == "failed" && !failed) failed = &r;
     if (r.text(3) == "pending") pending = true;
   }
-  const std::string status = failed ? "struck" : pending ? "verifying" : "certified";
+  std::string status = failed ? "struck" : pending ? "verifying" : "certified";
   const std::string detail =
       failed ? check_label(failed->integer(0), failed->integer(1), failed->integer(2)) + ": " +
                    failed->text(4)
@@ -200,8 +200,17 @@ void JobQueue::refresh(const std::string& entry) {
       {entry});
   if (old.empty()) return;
   const Row& o = old[0];
+  // A certified entry whose new draws (a re-challenge, a coin that wants the board's replay)
+  // are pending stays certified, its certificate served as issued: what it states, of the draws
+  // decided when it was signed, still holds, and anyone's re-challenge must not unrank it. A
+  // failed draw strikes it; a revocation withdraws the certificate, and then it waits like any.
+  const bool kept = status == "verifying" && o.text(0) == "certified" && !o.text(1).empty() &&
+                    standing_certificate(json::parse(o.text(1)).value("id", std::string()));
+  if (kept) status = "certified";
   std::string certificate;
-  if (status == "certified") {
+  if (kept) {
+    certificate = o.text(1);
+  } else if (status == "certified") {
     const json g = guarantee(entry);
     // Re-signed when the guarantee changed (a re-challenge); otherwise kept as issued.
     if (o.text(0) == "certified" && !o.text(1).empty() &&

@@ -507,6 +507,11 @@ TEST_P(JobsTest, AReChallengeDrawsMoreSegmentsAndTightensTheGuarantee) {
   const auto first = queue().certificate(e);
   const auto drawn = queue().rechallenge(e, 6, ids_["carol"]);
   EXPECT_EQ(drawn.size(), 6u);
+  // While the new draws are replayed the entry stays certified (ranked if it was), its
+  // certificate as issued: a rival's re-challenge cannot take it off the board.
+  EXPECT_EQ(status(e), "certified");
+  EXPECT_EQ(queue().certificate(e), first);
+  EXPECT_TRUE(queue().verification(e)["certified"].get<bool>());
   drain(kBoardWorker);
   EXPECT_EQ(status(e), "certified");
   const json v = queue().verification(e);

@@ -33,6 +33,11 @@ uint64_t size_or_zero(const fs::path& p) {
   return ec ? 0 : uint64_t(n);
 }
 
+// Names come from digests alone (hex): no client text ever becomes a path.
+std::string partial_name(const Digest& sha, const std::string& owner) {
+  return to_hex(sha) + (owner.empty() ? "" : "." + to_hex(sha256(owner)).substr(0, 16));
+}
+
 }  // namespace
 
 BlobStore::BlobStore(fs::path dir, uint64_t max_size) : dir_(std::move(dir)), max_size_(max_size) {
@@ -42,12 +47,11 @@ BlobStore::BlobStore(fs::path dir, uint64_t max_size) : dir_(std::move(dir)), ma
   if (ec) fail("cannot create the file store in {}: {}", dir_.string(), ec.message());
 }
 
-// Names come from the digest alone (hex): no client text ever becomes a path.
-fs::path BlobStore::partial_path(const Digest& sha) const {
-  return dir_ / "partial" / (to_hex(sha) + ".part");
+fs::path BlobStore::partial_path(const Digest& sha, const std::string& owner) const {
+  return dir_ / "partial" / (partial_name(sha, owner) + ".part");
 }
-fs::path BlobStore::size_path(const Digest& sha) const {
-  return dir_ / "partial" / (to_hex(sha) + ".size");
+fs::path BlobStore::size_path(const Digest& sha, const std::string& owner) const {
+  return dir_ / "partial" / (partial_name(sha, owner) + ".size");
 }
 fs::path BlobStore::blob_path(const Digest& sha) const {
   const std::string h = to_hex(sha);
@@ -61,7 +65,7 @@ std::optional<fs::path> BlobStore::path_of(const Digest& sha) const {
   return blob_path(sha);
 }
 
-uint64_t BlobStore::begin(const Digest& sha, uint64_t size) {
+uint64_t BlobStore::begin(const Digest& sha, uint64_t size, const std::string& owner) {
   const std::string h = to_hex(sha);
   if (size > max_size_)
     fail("upload {}: {} bytes is over this board's limit of {}", h.substr(0, 16), size, max_size_);
@@ -72,29 +76,30 @@ uint64_t BlobStore::begin(const Digest& sha, uint64_t size) {
            size, have);
     return size;
   }
-  if (fs::exists(size_path(sha))) {
-    const uint64_t announced = std::stoull(read_text_file(size_path(sha)));
+  if (fs::exists(size_path(sha, owner))) {
+    const uint64_t announced = std::stoull(read_text_file(size_path(sha, owner)));
     if (announced != size)
       fail("upload {}: announced as {} bytes before, now as {}", h.substr(0, 16), announced, size);
-    return size_or_zero(partial_path(sha));
+    return size_or_zero(partial_path(sha, owner));
   }
-  write_file_atomic(size_path(sha), std::to_string(size));
-  std::ofstream(partial_path(sha), std::ios::binary | std::ios::app);
-  return size_or_zero(partial_path(sha));
+  write_file_atomic(size_path(sha, owner), std::to_string(size));
+  std::ofstream(partial_path(sha, owner), std::ios::binary | std::ios::app);
+  return size_or_zero(partial_path(sha, owner));
 }
 
-uint64_t BlobStore::append(const Digest& sha, uint64_t offset, const void* data, size_t n) {
+uint64_t BlobStore::append(const Digest& sha, uint64_t offset, const void* data, size_t n,
+                          const std::string& owner) {
   const std::string h = to_hex(sha);
-  if (!fs::exists(size_path(sha))) fail("upload {}: no upload of this file was begun", h.substr(0, 16));
-  const uint64_t size = std::stoull(read_text_file(size_path(sha)));
-  const uint64_t at = size_or_zero(partial_path(sha));
+  if (!fs::exists(size_path(sha, owner))) fail("upload {}: no upload of this file was begun", h.substr(0, 16));
+  const uint64_t size = std::stoull(read_text_file(size_path(sha, owner)));
+  const uint64_t at = size_or_zero(partial_path(sha, owner));
   if (offset != at)
     fail("upload {}: a piece at byte {}, but the upload has reached byte {}", h.substr(0, 16),
          offset, at);
   if (n > size - at)
     fail("upload {}: a piece of {} bytes at byte {} passes the announced size {}", h.substr(0, 16),
          n, at, size);
-  const int fd = ::open(partial_path(sha).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  const int fd = ::open(partial_path(sha, owner).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) fail("upload {}: cannot open its partial file: {}", h.substr(0, 16), std::strerror(errno));
   const char* p = static_cast<const char*>(data);
   size_t done = 0;
@@ -113,25 +118,28 @@ uint64_t BlobStore::append(const Digest& sha, uint64_t offset, const void* data,
   return at + n;
 }
 
-uint64_t BlobStore::announced_size(const Digest& sha) const {
+uint64_t BlobStore::announced_size(const Digest& sha, const std::string& owner) const {
   if (has(sha)) return size_or_zero(blob_path(sha));
-  if (!fs::exists(size_path(sha)))
+  if (!fs::exists(size_path(sha, owner)))
     fail("upload {}: no upload of this file was begun", to_hex(sha).substr(0, 16));
-  return std::stoull(read_text_file(size_path(sha)));
+  return std::stoull(read_text_file(size_path(sha, owner)));
 }
 
-void BlobStore::abandon(const Digest& sha) {
+void BlobStore::abandon(const Digest& sha, const std::string& owner) {
   std::error_code ec;
-  fs::remove(partial_path(sha), ec);
-  fs::remove(size_path(sha), ec);
+  fs::remove(partial_path(sha, owner), ec);
+  fs::remove(size_path(sha, owner), ec);
 }
 
-fs::path BlobStore::finish(const Digest& sha) {
+fs::path BlobStore::finish(const Digest& sha, const std::string& owner) {
   const std::string h = to_hex(sha);
-  if (has(sha)) return blob_path(sha);
-  if (!fs::exists(size_path(sha))) fail("upload {}: no upload of this file was begun", h.substr(0, 16));
-  const uint64_t size = std::stoull(read_text_file(size_path(sha)));
-  const fs::path part = partial_path(sha);
+  if (has(sha)) {  // another owner published it first: this copy is not needed
+    abandon(sha, owner);
+    return blob_path(sha);
+  }
+  if (!fs::exists(size_path(sha, owner))) fail("upload {}: no upload of this file was begun", h.substr(0, 16));
+  const uint64_t size = std::stoull(read_text_file(size_path(sha, owner)));
+  const fs::path part = partial_path(sha, owner);
   const uint64_t at = size_or_zero(part);
   if (at != size)
     fail("upload {}: {} of {} bytes received; send the rest from byte {}", h.substr(0, 16), at,
@@ -149,7 +157,7 @@ fs::path BlobStore::finish(const Digest& sha) {
   if (got != sha) {
     std::error_code ec;
     fs::remove(part, ec);
-    fs::remove(size_path(sha), ec);
+    fs::remove(size_path(sha, owner), ec);
     fail("upload {}: the {} bytes received hash to {}, not to the announced {}; discarded",
          h.substr(0, 16), size, to_hex(got), h);
   }
@@ -159,7 +167,7 @@ fs::path BlobStore::finish(const Digest& sha) {
   fs::rename(part, blob);
   sync_path(blob.parent_path(), O_RDONLY | O_DIRECTORY);
   std::error_code ec;
-  fs::remove(size_path(sha), ec);
+  fs::remove(size_path(sha, owner), ec);
   return blob;
 }
 

@@ -14,8 +14,10 @@
 //   store.finish(sha);                           // checks size and hash, publishes
 //   store.path_of(sha);                          // blobs/... once published
 //
-// Calls for one upload are serialized by the caller (the server holds a lock per upload);
-// different uploads may proceed at once.
+// Unfinished uploads are kept per owner (the board: per participant), so nobody can announce
+// another's file with a wrong size, or append to it, and so spoil it; only the published file,
+// checked against its hash, is shared. Calls for one upload are serialized by the caller (the
+// server holds a lock per upload); different uploads may proceed at once.
 #pragma once
 
 #include <cstdint>
@@ -39,22 +41,23 @@ class BlobStore {
   // Announces an upload of `size` bytes hashing to `sha`; returns how many bytes it already
   // holds (0 for a new one, `size` when the file is already published). Announcing the same
   // hash with another size is refused.
-  uint64_t begin(const Digest& sha, uint64_t size);
+  uint64_t begin(const Digest& sha, uint64_t size, const std::string& owner = "");
   // Adds bytes at `offset`, which must be where the upload is (the value begin returned, or
   // the end of the last piece); returns the new offset. Nothing past the announced size.
-  uint64_t append(const Digest& sha, uint64_t offset, const void* data, size_t n);
+  uint64_t append(const Digest& sha, uint64_t offset, const void* data, size_t n,
+                  const std::string& owner = "");
   // Publishes a complete upload after checking its size and SHA-256. A mismatch deletes the
   // partial file and throws, naming both hashes.
-  std::filesystem::path finish(const Digest& sha);
+  std::filesystem::path finish(const Digest& sha, const std::string& owner = "");
   // The size an upload was announced with (begin), or the published file's size.
-  uint64_t announced_size(const Digest& sha) const;
+  uint64_t announced_size(const Digest& sha, const std::string& owner = "") const;
   // Drops an unfinished upload's bytes (nothing when there are none or the file is published):
   // a later begin starts it again from byte 0.
-  void abandon(const Digest& sha);
+  void abandon(const Digest& sha, const std::string& owner = "");
 
  private:
-  std::filesystem::path partial_path(const Digest& sha) const;
-  std::filesystem::path size_path(const Digest& sha) const;
+  std::filesystem::path partial_path(const Digest& sha, const std::string& owner) const;
+  std::filesystem::path size_path(const Digest& sha, const std::string& owner) const;
   std::filesystem::path blob_path(const Digest& sha) const;
 
   std::filesystem::path dir_;

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -18,11 +22,52 @@ namespace wit::board {
 
 namespace {
 
+// Connections open now, in all and per client address. A Slot counts one while it lives.
+class ConnectionCount {
+ public:
+  class Slot {
+   public:
+    Slot(ConnectionCount& c, asio::ip::address a) : c_(c), a_(std::move(a)) {}
+    ~Slot() { c_.release(a_); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+
+   private:
+    ConnectionCount& c_;
+    asio::ip::address a_;
+  };
+  ConnectionCount(int max_total, int max_per_address)
+      : max_total_(max_total), max_per_address_(max_per_address) {}
+  // A slot for a connection from `a`, or nothing when it would pass a limit.
+  std::shared_ptr<Slot> take(const asio::ip::address& a) {
+    std::lock_guard<std::mutex> lock(m_);
+    int& mine = per_address_[a];
+    if (total_ >= max_total_ || mine >= max_per_address_) {
+      if (mine == 0) per_address_.erase(a);
+      return nullptr;
+    }
+    ++total_, ++mine;
+    return std::make_shared<Slot>(*this, a);
+  }
+
+ private:
+  void release(const asio::ip::address& a) {
+    std::lock_guard<std::mutex> lock(m_);
+    --total_;
+    if (--per_address_[a] == 0) per_address_.erase(a);
+  }
+  std::mutex m_;
+  int total_ = 0;
+  const int max_total_, max_per_address_;
+  std::map<asio::ip::address, int> per_address_;
+};
+
 // One connection: read a request, answer it, repeat while the client keeps the connection.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Site& site, const ServerOptions& o, asio::thread_pool& slow)
-      : stream_(std::move(socket)), site_(site), o_(o), slow_(slow) {}
+  Session(tcp::socket socket, const Site& site, const ServerOptions& o, asio::thread_pool& slow,
+          std::shared_ptr<ConnectionCount::Slot> slot)
+      : stream_(std::move(socket)), site_(site), o_(o), slow_(slow), slot_(std::move(slot)) {}
   void start() { read(); }
 
  private:
@@ -85,16 +130,29 @@ class Session : public std::enable_shared_from_this<Session> {
     try {
       return site_.handle(r);
     } catch (const std::exception& e) {
-      // A fault of the board's own (its database, its files): the request fails, the board stays.
+      // A fault of the board's own (its database, its files): the request fails, the board
+      // stays, and what went wrong (paths, database errors) stays in the board's own log.
       std::fprintf(stderr, "wit board: %s %s: %s\n", r.method.c_str(), r.target.c_str(), e.what());
       return {500, "application/json",
-              nlohmann::json{{"error", fmt::format("the board failed to answer: {}", e.what())}}.dump() + "\n"};
+              nlohmann::json{{"error", "the board failed to answer (the cause is in its log)"}}.dump() + "\n"};
     }
+  }
+
+  // What every answer says besides its body: never sniffed as another type, never framed, and
+  // a page loads nothing and runs nothing (the board's pages are self-contained HTML and CSS).
+  template <typename Response>
+  static void set_common_headers(Response& res) {
+    res.set(http::field::server, "wit-board");
+    res.set("X-Content-Type-Options", "nosniff");
+    res.set("X-Frame-Options", "DENY");
+    res.set("Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+            "frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
   }
 
   void respond(Response out, unsigned version, bool keep_alive, bool head) {
     http::response<http::string_body> res{http::status(out.status), version};
-    res.set(http::field::server, "wit-board");
+    set_common_headers(res);
     res.set(http::field::content_type, out.content_type);
     res.keep_alive(keep_alive);
     const size_t length = out.body.size();  // HEAD: the length GET would send, and no body
@@ -105,7 +163,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   http::response<http::string_body> error_response(int status, const std::string& message) {
     http::response<http::string_body> res{http::status(status), 11};
-    res.set(http::field::server, "wit-board");
+    set_common_headers(res);
     res.set(http::field::content_type, "application/json");
     res.body() = json_error_body(message);
     res.keep_alive(false);
@@ -145,26 +203,57 @@ class Session : public std::enable_shared_from_this<Session> {
   const Site& site_;
   const ServerOptions& o_;
   asio::thread_pool& slow_;
+  std::shared_ptr<ConnectionCount::Slot> slot_;  // released with the session
 };
+
+// Raises the process's descriptor limit to what the system allows: every connection holds one,
+// and so does every file the board's own work opens.
+int raise_descriptor_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 1024;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
+  }
+  return r.rlim_cur == RLIM_INFINITY || r.rlim_cur > (1 << 20) ? 1 << 20 : int(r.rlim_cur);
+}
 
 }  // namespace
 
 struct Server::Impl {
   Impl(const Site& s, const ServerOptions& o)
-      : site(s), options(o), io(std::max(1, o.threads)), acceptor(io),
+      : site(s), options(o),
+        // At most half the descriptors for connections: the rest stay the board's own.
+        connections(std::min(o.max_connections, raise_descriptor_limit() / 2),
+                    o.max_connections_per_address),
+        io(std::max(1, o.threads)), acceptor(io), retry(io),
         slow(size_t(std::max(1, o.slow_threads))) {}
 
   void accept() {
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
-      if (!ec) std::make_shared<Session>(std::move(socket), site, options, slow)->start();
-      if (acceptor.is_open()) accept();
+      if (!acceptor.is_open()) return;
+      if (ec) {
+        // Out of descriptors (or another accept failure): wait a little rather than spin.
+        retry.expires_after(std::chrono::milliseconds(100));
+        retry.async_wait([this](beast::error_code) { accept(); });
+        return;
+      }
+      beast::error_code peer_ec;
+      const auto peer = socket.remote_endpoint(peer_ec);
+      if (auto slot = peer_ec ? nullptr : connections.take(peer.address()))
+        std::make_shared<Session>(std::move(socket), site, options, slow, std::move(slot))->start();
+      // Otherwise the socket closes here: over a limit, or already gone.
+      accept();
     });
   }
 
   const Site& site;
   ServerOptions options;
+  ConnectionCount connections;  // before io: sessions the io context still holds release into it
   asio::io_context io;
   tcp::acceptor acceptor;
+  asio::steady_timer retry;
   asio::thread_pool slow;
   std::optional<asio::signal_set> signals;
 };

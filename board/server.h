@@ -1,6 +1,6 @@
 // The board's HTTP server (Boost.Beast, asynchronous): serves a Site on one address, with a
-// limit on headers and bodies and a timeout on every read and write, so a slow or oversized
-// client costs it nothing.
+// limit on headers, bodies and connections and a timeout on every read and write, so a slow,
+// oversized or many-times-connected client costs it little.
 //
 //   Server server(site, {"127.0.0.1", 8080});
 //   std::thread t([&] { server.run(); });   // until stop()
@@ -24,6 +24,10 @@ struct ServerOptions {
   uint64_t max_body = 1 << 20;               // bytes; more is answered 413
   uint64_t max_piece = 16 << 20;             // bytes of one file piece (PUT /api/files/...)
   std::chrono::milliseconds timeout{30000};  // per read or write; then the connection closes
+  // Connections open at once, in all and from one address; more are closed on arrival, so a
+  // client holding many idle ones cannot take the descriptors the board's own work needs.
+  int max_connections = 512;
+  int max_connections_per_address = 32;
 };
 
 class Server {

@@ -122,24 +122,22 @@ Response Site::file(const Request& r, const std::string& path) const {
         uint64_t open = 0;
         int64_t count = 0;
         bool mine = false;
+        // Another of this participant's uploads ends: published (by anyone) or expired. Its
+        // bytes go with it, unless the participant is writing them right now.
+        const auto drop = [&](const std::string& other_hex, const Digest& other) {
+          db_.exec("DELETE FROM board_uploads WHERE sha256 = $1 AND participant = $2", {other_hex, who});
+          const std::shared_ptr<std::mutex> theirs = upload_lock(other);
+          std::unique_lock<std::mutex> busy(*theirs, std::try_to_lock);
+          if (busy.owns_lock()) files_.abandon(other, who);
+        };
         for (const Row& u : db_.query("SELECT sha256, size, began FROM board_uploads WHERE participant = $1", {who})) {
-          const Digest other = digest_from_hex(u.text(0), "upload");
-          if (files_.has(other)) {
-            db_.exec("DELETE FROM board_uploads WHERE sha256 = $1", {u.text(0)});
-            continue;
-          }
-          if (u.text(2) < expired && u.text(0) != hex) {
-            db_.exec("DELETE FROM board_uploads WHERE sha256 = $1 AND participant = $2", {u.text(0), who});
-            // Its bytes go once nobody uploads it; an upload being written now is left alone.
-            const std::shared_ptr<std::mutex> theirs = upload_lock(other);
-            std::unique_lock<std::mutex> busy(*theirs, std::try_to_lock);
-            if (busy.owns_lock() &&
-                db_.query("SELECT 1 FROM board_uploads WHERE sha256 = $1", {u.text(0)}).empty())
-              files_.abandon(other);
-            continue;
-          }
           if (u.text(0) == hex) {
             mine = true;
+            continue;
+          }
+          const Digest other = digest_from_hex(u.text(0), "upload");
+          if (files_.has(other) || u.text(2) < expired) {
+            drop(u.text(0), other);
             continue;
           }
           open += uint64_t(u.integer(1));
@@ -155,15 +153,22 @@ Response Site::file(const Request& r, const std::string& path) const {
           db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                    {hex, who, int64_t(*size), utc_now()});
       }
-      const uint64_t at = files_.begin(sha, *size);
+      const uint64_t at = files_.begin(sha, *size, me->id);
+      if (!files_.has(sha)) {
+        // The size the store now holds for this upload is the one its quota row counts (after a
+        // hash mismatch discarded the bytes, the same file may be announced with another size).
+        std::lock_guard<std::mutex> db_lock(db_mutex_);
+        db_.exec("UPDATE board_uploads SET size = $3 WHERE sha256 = $1 AND participant = $2",
+                 {hex, me->id, int64_t(*size)});
+      }
       return json_response(200, {{"sha256", hex}, {"size", *size}, {"offset", at}, {"complete", files_.has(sha)}});
     }
     const auto offset = number(query_value(r.target, "offset"));
     if (!offset) return api_error(400, "PUT /api/files/SHA256 needs ?offset=BYTE");
-    const uint64_t at = files_.append(sha, *offset, r.body.data(), r.body.size());
+    const uint64_t at = files_.append(sha, *offset, r.body.data(), r.body.size(), me->id);
     bool complete = false;
-    if (at == files_.announced_size(sha)) {
-      files_.finish(sha);
+    if (at == files_.announced_size(sha, me->id)) {
+      files_.finish(sha, me->id);
       complete = true;
     }
     return json_response(200, {{"sha256", hex}, {"offset", at}, {"complete", complete}});

@@ -70,7 +70,7 @@ struct SiteOptions {
   // How many uploads it may have begun and not finished (each is a row and a file).
   int64_t max_open_uploads = 64;
   // An upload unfinished this long after it began stops counting against its participant, and
-  // its bytes are dropped once no participant is uploading it.
+  // its bytes are dropped.
   int64_t upload_expiry_s = 7 * 24 * 3600;
 };
 

@@ -53,10 +53,12 @@ class ServerTest : public ::testing::Test {
     o.port = 0;
     o.max_body = 1024;
     o.timeout = std::chrono::milliseconds(300);
+    tune(o);
     server_ = std::make_unique<Server>(*site_, o);
     thread_ = std::thread([this] { server_->run(); });
   }
   virtual SiteOptions options() { return {}; }
+  virtual void tune(ServerOptions&) {}
   void TearDown() override {
     server_->stop();
     thread_.join();
@@ -211,6 +213,42 @@ TEST_F(ServerTest, AnOperatorAddsParticipantsAndReinstatesWorkers) {
   EXPECT_EQ(request(http::verb::post, "/api/jobs/lease", "{}", token).result_int(), 200);
 }
 
+// Every answer forbids sniffing and framing, and a page may load and run nothing.
+TEST_F(ServerTest, AnswersCarryHeadersThatKeepBrowsersSafe) {
+  for (const std::string target : {"/", "/api/tracks", "/nowhere"}) {
+    const auto res = request(http::verb::get, target);
+    EXPECT_EQ(res["X-Content-Type-Options"], "nosniff") << target;
+    EXPECT_EQ(res["X-Frame-Options"], "DENY") << target;
+    EXPECT_TRUE(contains(std::string(res["Content-Security-Policy"]), "default-src 'none'")) << target;
+  }
+}
+
+class ConnectionLimitTest : public ServerTest {
+  void tune(ServerOptions& o) override { o.max_connections_per_address = 2; }
+};
+
+// A client holding connections open cannot take every descriptor of the board: past its share
+// a new connection is closed on arrival, and one slot freed lets it in again.
+TEST_F(ConnectionLimitTest, OneAddressHoldsAtMostItsShareOfConnections) {
+  asio::io_context io;
+  const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server_->port());
+  std::vector<std::unique_ptr<tcp::socket>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<tcp::socket>(io));
+    held.back()->connect(at);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both accepted
+  // The third is closed at once: no answer, whatever it sends.
+  EXPECT_EQ(raw("GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n"), "");
+  held.pop_back();
+  bool answered = false;
+  for (int i = 0; i < 40 && !answered; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the server saw the close
+    answered = contains(raw("GET /api/tracks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), "200 OK");
+  }
+  EXPECT_TRUE(answered);
+}
+
 class QuotaTest : public ServerTest {
   SiteOptions options() override {
     SiteOptions o;
@@ -255,13 +293,44 @@ TEST_F(QuotaTest, UnfinishedUploadsAreBoundedInNumberAndExpire) {
       << res.body();
   EXPECT_EQ(begin(shas[1], token_).result_int(), 200);  // one already begun may be resumed
 
-  // The first began long ago: it no longer counts, and nobody else uploads it, so its bytes go.
+  // The first began long ago: it no longer counts, and its bytes go.
+  const std::string me = db_->query("SELECT id FROM board_participants WHERE name = 'lab-a'").at(0).text(0);
+  const Digest first = digest_from_hex(shas[0], "sha");
+  EXPECT_EQ(files_->announced_size(first, me), 10u);
   db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1", {shas[0]});
   EXPECT_EQ(begin(shas[3], token_).result_int(), 200);
-  const std::string other = add_participant(*db_, "lab-c", false);
-  res = begin(shas[0], other);
-  ASSERT_EQ(res.result_int(), 200);
-  EXPECT_EQ(nlohmann::json::parse(res.body())["offset"], 0);  // it held 5 bytes before
+  EXPECT_TRUE(contains(error_of([&] { files_->announced_size(first, me); }), "no upload of this file was begun"));
+}
+
+// An upload whose bytes failed their hash may be announced again with another size: the quota
+// counts the new one (else one byte announced first would let a file of any size through).
+TEST_F(QuotaTest, AReAnnouncedUploadCountsItsNewSize) {
+  const std::string a = to_hex(sha256(std::string("re-announced"))), b = to_hex(sha256(std::string("b")));
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + a + "?size=1", "", token_).result_int(), 200);
+  EXPECT_EQ(request(http::verb::put, "/api/files/" + a + "?offset=0", "x", token_).result_int(), 422);
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + a + "?size=200000", "", token_).result_int(), 200);
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + b + "?size=100000", "", token_).result_int(), 413);
+}
+
+// Unfinished uploads are each participant's own: announcing another's file with a wrong size,
+// or appending junk to it, spoils nothing of theirs.
+TEST_F(QuotaTest, NobodySpoilsAnothersUpload) {
+  const std::string content = "a file a participant uploads";
+  const std::string sha = to_hex(sha256(content));
+  const std::string rival = add_participant(*db_, "lab-r", false);
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + sha + "?size=1", "", rival).result_int(), 200);
+  EXPECT_EQ(request(http::verb::put, "/api/files/" + sha + "?offset=0", "x", rival).result_int(), 422);
+  auto res = request(http::verb::get, "/api/files/" + sha + "?size=" + std::to_string(content.size()), "", token_);
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  EXPECT_EQ(nlohmann::json::parse(res.body())["offset"], 0);
+  EXPECT_EQ(request(http::verb::put, "/api/files/" + sha + "?offset=0", content.substr(0, 6), token_).result_int(), 200);
+  // The rival announces the true size too and sends junk at where the owner is: its own copy.
+  EXPECT_EQ(request(http::verb::get, "/api/files/" + sha + "?size=" + std::to_string(content.size()), "", rival).result_int(), 200);
+  EXPECT_EQ(request(http::verb::put, "/api/files/" + sha + "?offset=6", "junk", rival).result_int(), 400);
+  res = request(http::verb::put, "/api/files/" + sha + "?offset=6", content.substr(6), token_);
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  EXPECT_EQ(nlohmann::json::parse(res.body())["complete"], true);
+  EXPECT_TRUE(files_->has(digest_from_hex(sha, "sha")));
 }
 
 TEST_F(ServerTest, ASubmissionIsCheckedBeforeAnythingIsRecorded) {

@@ -5,8 +5,9 @@
 #      PyPI tiktoken (its Rust core, from python) on the same documents
 #      (tests/text/tiktoken_ids.py bench), alternating, five rounds each; the median of each and
 #      their ratio;
-#   2. `wit prepare --tokenizer gpt2` end to end on the corpus, against the byte tokenizer;
-#   3. `wit sample` tokens/s from a GPT-2 small (124M) model (one tiny training step), 256
+#   2. one 1 MB piece (a megabyte of one letter, and of random letters) through `wit tokenize`;
+#   3. `wit prepare --tokenizer gpt2` end to end on the corpus, against the byte tokenizer;
+#   4. `wit sample` tokens/s from a GPT-2 small (124M) model (one tiny training step), 256
 #      tokens, greedy and at temperature 1.
 # Usage: benchmarks/tokenizer_speed.sh   (after launch/build; tiktoken from launch/install-deps)
 set -euo pipefail
@@ -29,6 +30,16 @@ done
 median() { printf '%s\n' "$@" | sort -g | sed -n 3p; }
 w=$(median "${wit_runs[@]}") r=$(median "${ref_runs[@]}")
 echo "encoding, one core, $(stat -c %s "$work/docs.jsonl" | awk '{printf "%.1f", $1/1e6}') MB of JSON lines ($(wc -l <"$work/docs.jsonl") documents): wit $w MB/s, tiktoken $r MB/s: $(awk -v a="$w" -v b="$r" 'BEGIN{printf "%.2f", a/b}')x"
+
+# One long piece (a run of letters is one GPT-2 piece): merged with a heap past 256 bytes, so a
+# megabyte takes about as long as a megabyte of ordinary text, not the square of its length.
+head -c 1000000 /dev/zero | tr '\0' 'a' >"$work/one-letter.txt"
+/usr/bin/python3 -c "import random; r = random.Random(1); print(''.join(r.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(1000000)), end='')" >"$work/letters.txt"
+for f in one-letter letters; do
+  start=$(date +%s.%N)
+  n=$(taskset -c 0 "$wit" tokenize --tokenizer gpt2 "$work/$f.txt" | wc -w)
+  echo "one 1 MB piece ($f): $n tokens in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.2f", e-s}') s"
+done
 
 for tok in byte gpt2; do
   start=$(date +%s.%N)

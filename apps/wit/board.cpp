@@ -362,6 +362,13 @@ int board_show(const std::string& entry, const std::string& server) {
   fmt::print("  final val loss {}, {} steps in {} segments\n", v["val_loss"].get<double>(),
              v["steps"].get<int64_t>(), v["segments"].get<int64_t>());
   if (v.contains("guarantee")) fmt::print("  guarantee: {}\n", v["guarantee"]["statement"].get<std::string>());
+  // A certified entry keeps its certificate while re-challenged segments are replayed.
+  const auto waiting = std::count_if(v["checks"].begin(), v["checks"].end(),
+                                     [](const auto& c) { return c["status"] == "pending"; });
+  if (e["status"] == "certified" && waiting > 0)
+    fmt::print("  {} drawn check(s) being replayed; the certificate stands as issued until they are "
+               "decided\n",
+               waiting);
   for (const auto& c : v["checks"])
     fmt::print("  {}: {}{}{}\n", c["label"].get<std::string>(), c["status"].get<std::string>(),
                c["decided_by"].get<std::string>().empty() ? "" : " (" + c["decided_by"].get<std::string>() + ")",

@@ -171,4 +171,10 @@ fs::path BlobStore::finish(const Digest& sha, const std::string& owner) {
   return blob;
 }
 
+void BlobStore::remove(const Digest& sha) {
+  std::error_code ec;
+  fs::remove(blob_path(sha), ec);
+  if (ec) fail("cannot remove {} from the file store: {}", to_hex(sha).substr(0, 16), ec.message());
+}
+
 }  // namespace wit::board

@@ -54,6 +54,9 @@ class BlobStore {
   // Drops an unfinished upload's bytes (nothing when there are none or the file is published):
   // a later begin starts it again from byte 0.
   void abandon(const Digest& sha, const std::string& owner = "");
+  // Removes a published file (the board drops one that no entry came to use); a reader that
+  // opened it before keeps reading it.
+  void remove(const Digest& sha);
 
  private:
   std::filesystem::path partial_path(const Digest& sha, const std::string& owner) const;

@@ -288,6 +288,13 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   std::lock_guard<std::mutex> lock(intake.db_mutex);
   JobQueue q(db, intake.policy, board_key);
   db.transaction([&] {
+    // The board drops a file no entry used for days (board/site.cpp): one that went while the
+    // run was audited is refused here, under the lock that drops files, never entered missing.
+    for (const auto& [name, sha] : s.files)
+      if (!files.has(digest_from_hex(sha, name)))
+        fail("{} ({}) left the file store while the run was audited (a file no entry uses is "
+             "dropped days after it was uploaded): upload it again",
+             name, sha.substr(0, 16));
     refuse_copies(db, blocks, facts.steps);
     db.exec(
         "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
@@ -298,6 +305,9 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
       db.exec("INSERT INTO board_trajectories (digest, entry, first_step) VALUES ($1, $2, $3)",
               {to_hex(digest), id, first});
     q.record(id, facts, audit);
+    // Its files are an entry's now: no participant's upload quota counts them any more.
+    for (const auto& [name, sha] : s.files)
+      db.exec("DELETE FROM board_uploads WHERE sha256 = $1", {sha});
   });
   // Drawn only now that the entry is committed: nothing it holds can steer the draws.
   q.schedule(id);

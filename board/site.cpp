@@ -83,6 +83,10 @@ std::optional<std::string> query_value(const std::string& target, const std::str
   return std::nullopt;
 }
 
+bool used_by_an_entry(Db& db, const std::string& hex) {
+  return !db.query("SELECT 1 FROM board_entries WHERE files LIKE $1", {"%\"" + hex + "\"%"}).empty();
+}
+
 std::optional<uint64_t> number(const std::optional<std::string>& s) {
   if (!s || s->empty() || s->size() > 19 || s->find_first_not_of("0123456789") != std::string::npos)
     return std::nullopt;
@@ -101,6 +105,66 @@ std::shared_ptr<std::mutex> Site::upload_lock(const Digest& sha) const {
   return m;
 }
 
+std::optional<Response> Site::charge_upload(const std::string& who, const std::string& hex,
+                                            uint64_t size) const {
+  uint64_t open = 0, unused = 0;  // bytes: unfinished; finished or not, in no entry
+  int64_t open_count = 0, unused_count = 0;
+  bool mine = false;
+  for (const Row& u : db_.query("SELECT sha256, size FROM board_uploads WHERE participant = $1", {who})) {
+    if (u.text(0) == hex) {
+      mine = true;
+      continue;
+    }
+    const Digest other = digest_from_hex(u.text(0), "upload");
+    unused += uint64_t(u.integer(1));
+    ++unused_count;
+    if (files_.has(other)) {
+      // Finished (by anyone): this participant's own unfinished bytes of it, if any, are spare.
+      const std::shared_ptr<std::mutex> theirs = upload_lock(other);
+      std::unique_lock<std::mutex> busy(*theirs, std::try_to_lock);
+      if (busy.owns_lock()) files_.abandon(other, who);
+      continue;
+    }
+    open += uint64_t(u.integer(1));
+    ++open_count;
+  }
+  const int64_t days = v_.upload_expiry_s / 86400;
+  if (!mine && open_count >= v_.max_open_uploads)
+    return api_error(413, fmt::format("you have {} unfinished uploads, this board's limit per participant: finish one first (one unfinished for {} days is dropped)",
+                                      open_count, days));
+  if (open + size > v_.upload_quota)
+    return api_error(413, fmt::format("your unfinished uploads would hold {} bytes, over this board's quota of {} per participant: finish one first (one unfinished for {} days is dropped)",
+                                      open + size, v_.upload_quota, days));
+  if (!mine && unused_count >= v_.max_unused_files)
+    return api_error(413, fmt::format("you have {} uploaded files no entry uses yet, this board's limit per participant: submit the run they belong to first (a file no entry uses for {} days is dropped)",
+                                      unused_count, days));
+  if (unused + size > v_.unused_quota)
+    return api_error(413, fmt::format("your uploaded files that no entry uses yet would hold {} bytes, over this board's quota of {} per participant: submit the run they belong to first (a file no entry uses for {} days is dropped)",
+                                      unused + size, v_.unused_quota, days));
+  if (!mine)
+    db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+             {hex, who, int64_t(size), utc_now()});
+  return std::nullopt;
+}
+
+void Site::expire_uploads(const std::string& current) const {
+  const std::string expired = utc_at(int64_t(unix_now()) - v_.upload_expiry_s);
+  for (const Row& u : db_.query("SELECT sha256, participant FROM board_uploads WHERE began < $1", {expired})) {
+    const std::string hex = u.text(0), who = u.text(1);
+    if (hex == current) continue;
+    const Digest sha = digest_from_hex(hex, "upload");
+    // A file being written right now is left for a later pass, its row with it.
+    const std::shared_ptr<std::mutex> lock = upload_lock(sha);
+    std::unique_lock<std::mutex> busy(*lock, std::try_to_lock);
+    if (!busy.owns_lock()) continue;
+    db_.exec("DELETE FROM board_uploads WHERE sha256 = $1 AND participant = $2", {hex, who});
+    files_.abandon(sha, who);
+    if (files_.has(sha) && !used_by_an_entry(db_, hex) &&
+        db_.query("SELECT 1 FROM board_uploads WHERE sha256 = $1", {hex}).empty())
+      files_.remove(sha);
+  }
+}
+
 Response Site::file(const Request& r, const std::string& path) const {
   const std::string hex = path.substr(11);
   if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
@@ -114,44 +178,18 @@ Response Site::file(const Request& r, const std::string& path) const {
     if (r.method == "GET") {
       const auto size = number(query_value(r.target, "size"));
       if (!size) return api_error(400, "GET /api/files/SHA256 needs ?size=BYTES");
-      if (!files_.has(sha)) {
-        // Unfinished uploads are the board's disk held for a participant: bounded per participant.
+      {
+        // Uploads are the board's disk held for a participant: bounded per participant until
+        // an entry uses them.
         std::lock_guard<std::mutex> db_lock(db_mutex_);
-        const std::string& who = me->id;
-        const std::string expired = utc_at(int64_t(unix_now()) - v_.upload_expiry_s);
-        uint64_t open = 0;
-        int64_t count = 0;
-        bool mine = false;
-        // Another of this participant's uploads ends: published (by anyone) or expired. Its
-        // bytes go with it, unless the participant is writing them right now.
-        const auto drop = [&](const std::string& other_hex, const Digest& other) {
-          db_.exec("DELETE FROM board_uploads WHERE sha256 = $1 AND participant = $2", {other_hex, who});
-          const std::shared_ptr<std::mutex> theirs = upload_lock(other);
-          std::unique_lock<std::mutex> busy(*theirs, std::try_to_lock);
-          if (busy.owns_lock()) files_.abandon(other, who);
-        };
-        for (const Row& u : db_.query("SELECT sha256, size, began FROM board_uploads WHERE participant = $1", {who})) {
-          if (u.text(0) == hex) {
-            mine = true;
-            continue;
-          }
-          const Digest other = digest_from_hex(u.text(0), "upload");
-          if (files_.has(other) || u.text(2) < expired) {
-            drop(u.text(0), other);
-            continue;
-          }
-          open += uint64_t(u.integer(1));
-          ++count;
-        }
-        if (!mine && count >= v_.max_open_uploads)
-          return api_error(413, fmt::format("you have {} unfinished uploads, this board's limit per participant: finish one first (one unfinished for {} days is dropped)",
-                                            count, v_.upload_expiry_s / 86400));
-        if (open + *size > v_.upload_quota)
-          return api_error(413, fmt::format("your unfinished uploads would hold {} bytes, over this board's quota of {} per participant: finish one first (one unfinished for {} days is dropped)",
-                                            open + *size, v_.upload_quota, v_.upload_expiry_s / 86400));
-        if (!mine)
+        expire_uploads(hex);
+        if (!files_.has(sha)) {
+          if (auto refused = charge_upload(me->id, hex, *size)) return *refused;
+        } else if (!used_by_an_entry(db_, hex)) {
+          // Another's finished file this participant means to use: it stays while either holds it.
           db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                   {hex, who, int64_t(*size), utc_now()});
+                   {hex, me->id, int64_t(files_.announced_size(sha)), utc_now()});
+        }
       }
       const uint64_t at = files_.begin(sha, *size, me->id);
       if (!files_.has(sha)) {
@@ -209,7 +247,7 @@ Response Site::download(const Request& r, const std::string& hex) const {
   {
     // Only files of submitted runs, which every worker may need; the store is no file host.
     std::lock_guard<std::mutex> lock(db_mutex_);
-    if (db_.query("SELECT 1 FROM board_entries WHERE files LIKE $1", {"%\"" + hex + "\"%"}).empty())
+    if (!used_by_an_entry(db_, hex))
       return api_error(404, fmt::format("file {} belongs to no entry", hex));
   }
   const auto offset = number(query_value(r.target, "offset"));

@@ -69,8 +69,13 @@ struct SiteOptions {
   uint64_t upload_quota = uint64_t(64) << 30;
   // How many uploads it may have begun and not finished (each is a row and a file).
   int64_t max_open_uploads = 64;
+  // Bytes and files a participant may have uploaded, finished or not, that no entry uses yet:
+  // a finished file counts until an entry of anyone's uses it.
+  uint64_t unused_quota = uint64_t(4) << 40;
+  int64_t max_unused_files = 4096;
   // An upload unfinished this long after it began stops counting against its participant, and
-  // its bytes are dropped.
+  // its bytes are dropped; a finished file no entry uses this long after its last announcement
+  // leaves the store.
   int64_t upload_expiry_s = 7 * 24 * 3600;
 };
 
@@ -103,6 +108,14 @@ class Site {
 
   // One lock per upload being written: one upload's final hashing never holds up another.
   std::shared_ptr<std::mutex> upload_lock(const Digest& sha) const;
+  // Under db_mutex_: what a participant's announcement of a file it does not hold yet would
+  // leave it holding of the board's disk; an error response when over a limit.
+  std::optional<Response> charge_upload(const std::string& who, const std::string& hex,
+                                        uint64_t size) const;
+  // Under db_mutex_: uploads past their expiry end (all but `current`, whose lock the caller
+  // holds); their unfinished bytes go, and a finished file no entry uses and no upload holds
+  // leaves the store.
+  void expire_uploads(const std::string& current) const;
 
   std::vector<Track> tracks_;
   Db& db_;

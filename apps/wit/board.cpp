@@ -277,6 +277,8 @@ int board_serve(const BoardServeOptions& o) {
     fail("--max-hold {}: expected hours, at least one lease (--lease {} s) and at most 10^6",
          o.max_hold, o.lease);
   if (!(o.upload_quota > 0 && o.upload_quota < 1e9)) fail("--upload-quota {}: expected GiB > 0", o.upload_quota);
+  if (!(o.unused_quota >= o.upload_quota && o.unused_quota < 1e9))
+    fail("--unused-quota {}: expected GiB, at least --upload-quota ({})", o.unused_quota, o.upload_quota);
   board::ServerOptions so;
   so.host = o.listen.substr(0, colon);
   so.port = uint16_t(std::stoul(o.listen.substr(colon + 1)));
@@ -294,6 +296,7 @@ int board_serve(const BoardServeOptions& o) {
   v.datasets = index_datasets(o.datasets);
   v.work_dir = fs::absolute(o.files) / "work";
   v.upload_quota = uint64_t(o.upload_quota * double(uint64_t(1) << 30));
+  v.unused_quota = uint64_t(o.unused_quota * double(uint64_t(1) << 30));
   for (const board::Track& t : tracks)
     if (!v.datasets.find(to_hex(t.manifest_root), to_hex(t.data_layout)))
       fmt::print("wit board: warning: track {} takes no entries: no --datasets directory holds its "

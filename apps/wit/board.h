@@ -31,6 +31,7 @@ struct BoardServeOptions {
   double lease = 600;           // seconds a job lease lasts without renewal
   double max_hold = 6;          // hours a participant may hold one job, renewals included
   double upload_quota = 64;     // GiB of unfinished uploads one participant may hold
+  double unused_quota = 4096;   // GiB of uploaded files no entry uses yet, finished or not
 };
 // Serves the board's pages and API on HOST:PORT until SIGINT or SIGTERM, verifying entries
 // with its own pool of workers.

@@ -96,6 +96,11 @@ void add_serve(CLI::App* board, Commands& commands) {
   serve->add_option("--upload-quota", so->upload_quota,
                     "GiB of unfinished uploads one participant may hold at once")
       ->capture_default_str();
+  serve->add_option("--unused-quota", so->unused_quota,
+                    "GiB of uploaded files, finished or not, that no entry uses yet, one "
+                    "participant may hold (a finished file counts until an entry uses it; one "
+                    "unused for 7 days is dropped)")
+      ->capture_default_str();
   serve->add_option("--lease", so->lease,
                     "Seconds a job stays leased to a worker that stops renewing it")
       ->capture_default_str();

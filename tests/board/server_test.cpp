@@ -254,6 +254,8 @@ class QuotaTest : public ServerTest {
     SiteOptions o;
     o.upload_quota = 250'000;
     o.max_open_uploads = 3;
+    o.unused_quota = 300'000;
+    o.max_unused_files = 4;
     return o;
   }
 };
@@ -300,6 +302,68 @@ TEST_F(QuotaTest, UnfinishedUploadsAreBoundedInNumberAndExpire) {
   db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1", {shas[0]});
   EXPECT_EQ(begin(shas[3], token_).result_int(), 200);
   EXPECT_TRUE(contains(error_of([&] { files_->announced_size(first, me); }), "no upload of this file was begun"));
+}
+
+// A finished file is the board's disk too: it counts against its uploader until an entry uses
+// it, and one no entry used for days leaves the store once nobody's announcement holds it.
+// (Else uploading and finishing file after file would fill the board's disk.)
+TEST_F(QuotaTest, FinishedFilesNoEntryUsesCountUntilTheyExpire) {
+  auto begin = [&](const std::string& content, const std::string& token) {
+    return request(http::verb::get, "/api/files/" + to_hex(sha256(content)) + "?size=" + std::to_string(content.size()), "", token);
+  };
+  auto upload = [&](const std::string& content) {
+    ASSERT_EQ(begin(content, token_).result_int(), 200);
+    auto res = request(http::verb::put, "/api/files/" + to_hex(sha256(content)) + "?offset=0", content, token_);
+    ASSERT_EQ(res.result_int(), 200) << res.body();
+    ASSERT_TRUE(nlohmann::json::parse(res.body())["complete"].get<bool>());
+  };
+  const std::string f1(150'000, '1'), f2(150'000, '2'), f3 = "3";
+  upload(f1);
+  upload(f2);
+  auto res = begin(f3, token_);
+  EXPECT_EQ(res.result_int(), 413);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"],
+                       "files that no entry uses yet would hold 300001 bytes, over this board's quota of 300000"))
+      << res.body();
+
+  // An entry using f2 frees its share (its submission drops the upload rows; here by hand, with
+  // the entry row a submission writes).
+  const std::string h1 = to_hex(sha256(f1)), h2 = to_hex(sha256(f2));
+  db_->exec(
+      "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, created, "
+      "receipt) SELECT 'e1', 'kjv-tiny', id, 'x', 'h', 1, $1, 'verifying', 'now', '{}' FROM "
+      "board_participants WHERE name = 'lab-a'",
+      {nlohmann::json({{"witness.h5", h2}}).dump()});
+  db_->exec("DELETE FROM board_uploads WHERE sha256 = $1", {h2});
+  EXPECT_EQ(begin(f3, token_).result_int(), 200);
+
+  // Another participant announcing f1 holds it too; it stays until neither does.
+  const std::string rival = add_participant(*db_, "lab-r", false);
+  res = begin(f1, rival);
+  ASSERT_EQ(res.result_int(), 200);
+  EXPECT_TRUE(nlohmann::json::parse(res.body())["complete"].get<bool>());
+  db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1 AND participant = "
+            "(SELECT id FROM board_participants WHERE name = 'lab-a')", {h1});
+  EXPECT_EQ(begin(f3, token_).result_int(), 200);  // any announcement sweeps expired uploads
+  EXPECT_TRUE(files_->has(sha256(f1)));
+  db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1", {h1});
+  EXPECT_EQ(begin(f3, token_).result_int(), 200);
+  EXPECT_FALSE(files_->has(sha256(f1)));
+  // A file an entry uses never leaves, however old its upload rows.
+  db_->exec("INSERT INTO board_uploads (sha256, participant, size, began) SELECT $1, id, 150000, "
+            "'2000-01-01T00:00:00Z' FROM board_participants WHERE name = 'lab-r'", {h2});
+  EXPECT_EQ(begin(f3, token_).result_int(), 200);
+  EXPECT_TRUE(files_->has(sha256(f2)));
+
+  // Their number is bounded too (each is a row and a file): f3 and three more, then no fifth.
+  for (const std::string c : {"4", "5"}) upload(c);
+  upload(f3);
+  res = begin("6", token_);
+  EXPECT_EQ(res.result_int(), 200) << res.body();  // 3 in no entry, and this one makes 4
+  res = begin("7", token_);
+  EXPECT_EQ(res.result_int(), 413);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "you have 4 uploaded files no entry uses yet"))
+      << res.body();
 }
 
 // An upload whose bytes failed their hash may be announced again with another size: the quota

@@ -90,6 +90,16 @@ sed -i 's/^  seed: .*/  seed: 999/' "$work/y/config.yaml"
 grep -q "400 config.yaml is not the run's config: its trajectory settings differ" "$work/submit-y" ||
   { cat "$work/submit-y"; fail "the edited config.yaml is not named"; }
 [ "$(curl -sf "${url}api/tracks/kjv-tiny" | grep -c '"receipt"')" = 3 ] || fail "a refused run was recorded"
+# The entries' files count against no participant's upload quota any more; the refused run's
+# edited config.yaml, which no entry uses, still counts against alice's.
+$py - "$work/board.sqlite" "$(sha256sum "$work/y/config.yaml" | cut -c1-64)" <<'PY' || fail "upload rows after submission"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+used = {sha for (files,) in db.execute("SELECT files FROM board_entries") for sha in json.loads(files).values()}
+held = {sha for (sha,) in db.execute("SELECT sha256 FROM board_uploads")}
+assert used and not used & held, ("entries' files still charged", used & held)
+assert sys.argv[2] in held, "the refused run's config.yaml is not charged"
+PY
 echo "refused at submission, nothing recorded: another run's checkpoint; an edited config.yaml; dist.reduction = arrival"
 echo "submitted: honest $A and $B, forged $M; audited at submission"
 

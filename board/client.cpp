@@ -15,6 +15,9 @@ namespace wit::board {
 
 namespace {
 
+// How many times in a row a download asks again, a second apart, while the board answers 503.
+constexpr int kBusyRetries = 600;
+
 // A connection that broke (worth retrying), as opposed to an answer from the board.
 struct Broken : Error {
   using Error::Error;
@@ -93,12 +96,19 @@ std::filesystem::path Client::download(const std::string& sha_hex, uint64_t size
                                        const std::function<void(const std::string&)>& progress) {
   const Digest sha = digest_from_hex(sha_hex, "file");
   if (const auto have = cache.path_of(sha)) return *have;
+  int busy = 0;  // 503s in a row: the board sends as many pieces as it holds at once
   for (int attempt = 1;; ++attempt) {
     try {
       uint64_t at = cache.begin(sha, size);
       while (at < size) {
         const auto [status, bytes] =
             exchange("GET", fmt::format("/api/files/{}/content?offset={}", sha_hex, at));
+        if (status == 503 && ++busy <= kBusyRetries) {
+          if (busy % 10 == 1) progress(fmt::format("file {}: the board is busy sending; waiting", sha_hex.substr(0, 16)));
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+          continue;
+        }
+        busy = 0;
         if (status >= 400) {
           const auto j = parse_untrusted_json(bytes);
           fail("board at {}:{}: file {}: {} {}", host_, port_, sha_hex.substr(0, 16), status,

@@ -158,6 +158,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const size_t length = out.body.size();  // HEAD: the length GET would send, and no body
     if (!head) res.body() = std::move(out.body);
     res.content_length(length);
+    hold_ = std::move(out.hold);
     reply(std::move(res), keep_alive);
   }
 
@@ -185,6 +186,8 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(o_.timeout);
     http::async_write(stream_, *res_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
+                        self->res_.reset();  // the body's memory, and what it held, go now
+                        self->hold_.reset();
                         if (ec || !keep_alive) return self->close();
                         self->read();
                       });
@@ -199,6 +202,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http::response<http::string_body>> res_;
+  std::shared_ptr<const void> hold_;  // Response::hold of the answer being written
   uint64_t limit_ = 0;
   const Site& site_;
   const ServerOptions& o_;

@@ -252,6 +252,14 @@ Response Site::download(const Request& r, const std::string& hex) const {
   }
   const auto offset = number(query_value(r.target, "offset"));
   if (!offset) return api_error(400, "GET /api/files/SHA256/content needs ?offset=BYTE");
+  // A piece stays in memory until the client has read it: only so many at once, however many
+  // connections ask (else slow readers hold the board's memory).
+  if (downloads_.fetch_add(1) >= v_.max_downloads) {
+    --downloads_;
+    return api_error(503, fmt::format("the board is sending {} pieces of files already, as many as it holds at once: ask again shortly",
+                                      v_.max_downloads));
+  }
+  std::shared_ptr<const void> slot(nullptr, [this](const void*) { --downloads_; });
   std::ifstream in(*path, std::ios::binary);
   const uint64_t size = std::filesystem::file_size(*path);
   if (*offset > size) return api_error(400, fmt::format("offset {} is past the file's {} bytes", *offset, size));
@@ -260,7 +268,7 @@ Response Site::download(const Request& r, const std::string& hex) const {
   in.seekg(std::streamoff(*offset));
   in.read(bytes.data(), std::streamsize(n));
   if (!in) return api_error(500, fmt::format("cannot read file {}", hex));
-  return {200, "application/octet-stream", std::move(bytes)};
+  return {200, "application/octet-stream", std::move(bytes), std::move(slot)};
 }
 
 Response Site::jobs(const Request& r, const std::string& path) const {

@@ -9,7 +9,8 @@
 //   GET /api/files/SHA256?size=N   begin (or look at) an upload: {"offset": bytes it holds}
 //   PUT /api/files/SHA256?offset=O a piece at O; the last one is checked and publishes the file
 //   GET /api/files/SHA256/content?offset=O  a published file's bytes from O (a piece of at
-//                                  most 16 MiB; a shorter piece is the last)
+//                                  most 16 MiB; a shorter piece is the last; 503 while the
+//                                  board sends as many pieces as it holds at once)
 //   POST /api/entries              submit a run (board/entries.h): 201 and the entry with its receipt
 //   GET /api/entries/ID            one entry, with its verification (board/jobs.h)
 //   GET /entries/ID                the same (HTML)
@@ -28,12 +29,14 @@
 // Unknown paths are 404, other methods 405; API errors are JSON {"error": "..."}.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "board/blob_store.h"
@@ -54,9 +57,17 @@ struct Request {
 };
 
 struct Response {
+  Response() = default;
+  Response(int status, std::string content_type, std::string body,
+           std::shared_ptr<const void> hold = nullptr)
+      : status(status), content_type(std::move(content_type)), body(std::move(body)),
+        hold(std::move(hold)) {}
   int status = 200;
   std::string content_type = "text/html; charset=utf-8";
   std::string body;
+  // Kept by the server until the answer is written or its connection ends (a download's slot
+  // among those the board holds in memory at once).
+  std::shared_ptr<const void> hold;
 };
 
 // How the board verifies what it takes in, and what one participant may leave unfinished.
@@ -77,6 +88,9 @@ struct SiteOptions {
   // its bytes are dropped; a finished file no entry uses this long after its last announcement
   // leaves the store.
   int64_t upload_expiry_s = 7 * 24 * 3600;
+  // Pieces of published files (16 MiB each) the board holds in memory at once, being sent;
+  // past them a download is answered 503 and the client retries.
+  int max_downloads = 16;
 };
 
 class Site {
@@ -122,6 +136,7 @@ class Site {
   BlobStore& files_;
   const witness::SigningKey& key_;
   SiteOptions v_;
+  mutable std::atomic<int> downloads_{0};  // pieces being sent (SiteOptions::max_downloads)
   mutable std::mutex db_mutex_, upload_locks_mutex_;
   mutable std::map<Digest, std::weak_ptr<std::mutex>> upload_locks_;
 };

@@ -249,6 +249,49 @@ TEST_F(ConnectionLimitTest, OneAddressHoldsAtMostItsShareOfConnections) {
   EXPECT_TRUE(answered);
 }
 
+class DownloadLimitTest : public ServerTest {
+  SiteOptions options() override {
+    SiteOptions o;
+    o.max_downloads = 1;
+    return o;
+  }
+  void tune(ServerOptions& o) override { o.timeout = std::chrono::seconds(5); }
+};
+
+// A piece being sent stays in the board's memory until the client reads it: past the pieces the
+// board holds at once a download is 503, and a slot comes back when its client goes.
+TEST_F(DownloadLimitTest, PiecesInMemoryAreBoundedHoweverManyClientsStall) {
+  const std::string file((16 << 20) + 5, 'x');  // more than loopback's socket buffers hold
+  const Digest sha = sha256(file);
+  files_->begin(sha, file.size());
+  files_->append(sha, 0, file.data(), file.size());
+  files_->finish(sha);
+  const std::string hex = to_hex(sha);
+  db_->exec(
+      "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, created, "
+      "receipt) SELECT 'e1', 'kjv-tiny', id, 'x', 'h', 1, $1, 'verifying', 'now', '{}' FROM "
+      "board_participants WHERE name = 'lab-a'",
+      {nlohmann::json({{"witness.h5", hex}}).dump()});
+  const std::string target = "/api/files/" + hex + "/content?offset=0";
+
+  asio::io_context io;
+  auto stalled = std::make_unique<tcp::socket>(io);
+  stalled->connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  asio::write(*stalled, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                     token_ + "\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it is being sent, unread
+  auto res = request(http::verb::get, target, "", token_);
+  EXPECT_EQ(res.result_int(), 503);
+  EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "ask again shortly")) << res.body();
+  stalled.reset();  // the stalled client goes: its slot comes back
+  int status = 0;
+  for (int i = 0; i < 50 && status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    status = request(http::verb::get, target, "", token_).result_int();
+  }
+  EXPECT_EQ(status, 200);
+}
+
 class QuotaTest : public ServerTest {
   SiteOptions options() override {
     SiteOptions o;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/sha256.h"
 
@@ -49,6 +50,11 @@ double relative(double got, double logged) {
   return std::abs(got - logged) / std::max(std::abs(logged), 1e-12);
 }
 
+double worse(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  return std::max(a, b);
+}
+
 void compare_step(const StepFields& got, const StepFields& logged,
                   const std::optional<double>& tolerance, Distances& seen) {
   compare_inputs(got, logged);
@@ -56,7 +62,7 @@ void compare_step(const StepFields& got, const StepFields& logged,
   auto num = [&](const char* name, float a, float b, double* worst) {
     if (tolerance) {
       const double d = relative(a, b);
-      if (worst) *worst = std::max(*worst, d);
+      if (worst) *worst = worse(*worst, d);
       if (!(d <= *tolerance))
         mismatch(fmt::format("step {}, field {}: replay gives {}, the log says {}: relative "
                              "distance {:.3g} exceeds the tolerance {:.3g}",
@@ -83,7 +89,7 @@ std::string value_problem(const std::string& what, float got, float logged,
                           const std::optional<double>& tolerance, double& worst) {
   if (tolerance) {
     const double d = relative(got, logged);
-    worst = std::max(worst, d);
+    worst = worse(worst, d);
     if (d <= *tolerance) return "";
     return fmt::format("{}: recomputed {}, the log says {}: relative distance {:.3g} exceeds the "
                        "tolerance {:.3g}",

@@ -24,6 +24,9 @@ struct Mismatch {
 std::string bits(float v);
 // A distance between two floats relative to the logged one's size.
 double relative(double got, double logged);
+// The larger of two distances; NaN when either is, since a NaN distance (a NaN the trainer
+// logged or committed) shows no agreement. std::max(x, NaN) would drop it.
+double worse(double a, double b);
 
 // The fields a step must have whatever the hardware, its inputs: tokens, hyperparameters, batch
 // hash and RNG commitment, bit for bit. Throws the first difference.

@@ -44,8 +44,8 @@ void Verification::check_fingerprint(const FingerprintRow& row) {
   if (root_ && o_.tolerance) {
     double worst = 0;
     for (size_t i = 0; i < got.mean_logprob.size(); ++i)
-      worst = std::max(worst, double(std::abs(got.mean_logprob[i] - logged.mean_logprob.at(i))));
-    out_.distances.probe_logprob = std::max(out_.distances.probe_logprob, worst);
+      worst = worse(worst, double(std::abs(got.mean_logprob[i] - logged.mean_logprob.at(i))));
+    out_.distances.probe_logprob = worse(out_.distances.probe_logprob, worst);
     if (!(worst <= *o_.tolerance))
       problem = fmt::format(
           "fingerprint after step {}, field mean_logprob: distance {:.3g} exceeds the "
@@ -128,9 +128,9 @@ void Verification::check_checkpoint(uint64_t step) {
                std::max(committed.norm().item<double>(), 1e-30);
       };
       const double w = distance(mine.params, c.params);
-      const double m = std::max(distance(mine.m, c.m), distance(mine.v, c.v));
-      out_.distances.weights = std::max(out_.distances.weights, w);
-      out_.distances.moments = std::max(out_.distances.moments, m);
+      const double m = worse(distance(mine.m, c.m), distance(mine.v, c.v));
+      out_.distances.weights = worse(out_.distances.weights, w);
+      out_.distances.moments = worse(out_.distances.moments, m);
       if (!(w <= *o_.tolerance))
         problem = fmt::format(
             "checkpoint after step {}: the replayed weights are at relative L2 distance "

@@ -17,6 +17,9 @@
 //     scale-moments STEP FACTOR  multiply AdamW's m in the checkpoint after STEP by FACTOR (the
 //                                weights kept), and log its hash: the next step from it moves
 //                                the weights as the trainer likes
+//     nan-moments STEP FACTOR    multiply AdamW's v in the checkpoint after STEP by FACTOR and
+//                                make one element NaN (a distance that is NaN shows nothing)
+//     nan-probe STEP             log NaN as the first probe log-probability after STEP
 //     claim-seed SEED            claim the run started from another initialisation seed
 //     second-final-eval          add a val/loss row of 1.0 for the last step, before the real one
 //     extra-metric               add a test/accuracy row for the last step
@@ -48,6 +51,7 @@
 // with its root recomputed, as the trainer who prepared the data could, before training on it.
 //     hide-document ID           record document ID under the hash of other text, so that
 //                                wit query would answer not-in-dataset for it
+#include <limits>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -183,6 +187,20 @@ int rewrite(int argc, char** argv) {
                                          c.params, c.m * std::stod(argv[5]), c.v);
     for (auto& row : t.checkpoints)
       if (row.fields.step == s) row.fields.state_hash = state;
+  } else if (attack == "nan-moments") {
+    const uint64_t s = arg(0);
+    if (argc < 6) fail("nan-moments needs STEP and FACTOR");
+    const auto ck = checkpoint_path(std::filesystem::path(argv[1]), int64_t(s));
+    const Checkpoint c = load_checkpoint(ck);
+    torch::Tensor v = c.v * std::stod(argv[5]);
+    v[0] = std::numeric_limits<float>::quiet_NaN();
+    const Digest state = save_checkpoint(ck, {int64_t(s), c.info.num_params, meta.genesis(), {}},
+                                         c.params, c.m, v);
+    for (auto& row : t.checkpoints)
+      if (row.fields.step == s) row.fields.state_hash = state;
+  } else if (attack == "nan-probe") {
+    for (auto& row : t.fingerprints)
+      if (row.fields.step == arg(0)) row.fields.mean_logprob.at(0) = std::numeric_limits<float>::quiet_NaN();
   } else if (attack == "claim-seed") {
     // The run's weights came from elsewhere; the liar claims an initialisation from seed SEED
     // and recommits every step's generator seeds to match the claim (the seed derivation is

@@ -215,6 +215,20 @@ fsdp_tolerance "$work/n1" >"$work/tol.out" 2>&1
 grep -q "checkpointed weights 0, AdamW moments 0$" "$work/tol.out" || { cat "$work/tol.out"; fail "honest n1, 2 fsdp: distances"; }
 rm -f "$work/n1/certificate.json"
 echo "tolerance under 2 fsdp: doubled moments rejected, the honest run at distance 0"
+# A NaN the trainer logged or committed is no agreement: a distance that is NaN rejects, where
+# taking the larger of two distances would have dropped it (v scaled tenfold, one element NaN;
+# a probe log-probability NaN).
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate.json"
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" nan-moments 6 10 >/dev/null || fail "nan-moments"
+if verify "$work/lie" --tolerance 1e-3 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "NaN moments: consistent within tolerance"; fi
+grep -q "REJECTED: challenges: checkpoint after step 6: the replayed AdamW moments are at relative L2 distance nan " "$work/lie.out" ||
+  { cat "$work/lie.out"; fail "tolerance, NaN moments: reason"; }
+rm -rf "$work/lie" && cp -r "$work/n1" "$work/lie" && rm -f "$work/lie/certificate.json"
+"$liar" "$work/lie" "$WIT_SIGNING_KEY" nan-probe 4 >/dev/null || fail "nan-probe"
+if verify "$work/lie" --tolerance 1e-3 >"$work/lie.out" 2>&1; then cat "$work/lie.out"; fail "NaN probe: consistent within tolerance"; fi
+grep -q "REJECTED: challenges: fingerprint after step 4, field mean_logprob: distance nan exceeds" "$work/lie.out" ||
+  { cat "$work/lie.out"; fail "tolerance, NaN probe: reason"; }
+echo "tolerance, NaN in moments and in a probe: $(grep REJECTED "$work/lie.out")"
 
 # Bad input: a precise error, a non-zero exit, never a certificate.
 rm -rf "$work/bad" && cp -r "$work/n1" "$work/bad" && rm -f "$work/bad/certificate.json" "$work/bad/checkpoints/step_00000006.ckpt"

@@ -303,10 +303,15 @@ std::vector<int64_t> JobQueue::rechallenge(const std::string& entry, int64_t c,
         {entry, kAuditSegment});
     if (r.empty()) fail("no entry '{}'", entry);
     if (r[0].text(1) != "passed") fail("entry {} failed its audit: nothing to re-challenge", entry);
-    if (db_.query("SELECT status FROM board_entries WHERE id = $1", {entry}).at(0).text(0) == "struck")
-      fail("entry {} is struck already: nothing to re-challenge", entry);
+    const std::string status =
+        db_.query("SELECT status FROM board_entries WHERE id = $1", {entry}).at(0).text(0);
+    if (status == "struck") fail("entry {} is struck already: nothing to re-challenge", entry);
     if (r[0].integer(0) <= 2)
       fail("entry {} has {} segment(s), all replayed already", entry, r[0].integer(0));
+    // Draws on an entry not yet certified would keep it from its verdict: anyone with a token
+    // could hold a rival's entry off the board by re-challenging it as it is verified.
+    if (status != "certified")
+      fail("entry {} is still being verified: it may be re-challenged once it is certified", entry);
     const int64_t drawn_before =
         db_.query("SELECT COUNT(*) FROM board_draws WHERE entry = $1", {entry})[0].integer(0);
     if (drawn_before + c > policy_.max_draws)
@@ -553,9 +558,11 @@ void JobQueue::decide(const std::string& entry, int64_t segment) {
         revoke(r.reporter, fmt::format("reported {} for {} of entry {}, which the board's replay {}",
                                        r.passed ? "a pass" : "a failure", what, entry,
                                        board->passed ? "passed" : "failed"));
-      } else if ((compare && r.evidence.empty()) || (board->passed && probe_at < 0)) {
-        // No evidence, or a segment of one step, whose replay leaves none a worker that did
-        // not replay could not give: a pass that proves no work earns no contribution.
+      } else if (!r.passed || (compare && r.evidence.empty()) || (board->passed && probe_at < 0)) {
+        // A failure the board found too carries no evidence (a junk entry fails everywhere, so
+        // a colluder could report failures without replaying); no evidence, or a segment of one
+        // step, whose replay leaves none a worker that did not replay could not give: a report
+        // that proves no work earns no contribution.
         standing(r, "unproven");
       } else if (compare && r.evidence != board->evidence) {
         standing(r, "wrong");

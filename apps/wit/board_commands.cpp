@@ -195,8 +195,9 @@ void add_challenge(CLI::App* board, Commands& commands) {
   auto count = std::make_shared<int64_t>(1);
   auto client = std::make_shared<BoardClient>();
   auto* sub = board->add_subcommand(
-      "challenge", "Re-challenge an entry: the board draws K more of its segments from its own "
-                   "randomness and replays them; the entry's guarantee tightens, or it is struck");
+      "challenge", "Re-challenge a certified entry: the board draws K more of its segments from "
+                   "its own randomness and replays them; the entry's guarantee tightens, or it is "
+                   "struck");
   sub->add_option("entry", *entry, "The entry's id")->required();
   sub->add_option("-c,--count", *count, "Segments to draw")->capture_default_str();
   client->add_to(sub);

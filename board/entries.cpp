@@ -248,6 +248,9 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   facts.val_loss = final_eval->fields.value;
   facts.params = int64_t(log.meta.num_params);
   facts.tokens = rc.train.steps * rc.tokens_per_step();
+  for (const auto& c : log.tables.checkpoints)
+    if (const int64_t step = int64_t(c.fields.step); step < steps && step % facts.segment_steps != 0)
+      facts.committed_inside.push_back(step);
 
   // A copy is refused before the audit reads every checkpoint: resubmitting a run must not cost
   // the board an audit (checked again below, with the entry's insertion, under the lock).

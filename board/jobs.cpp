@@ -152,6 +152,11 @@ void migrate_jobs(Db& db) {
       " p DOUBLE PRECISION NOT NULL,"
       " PRIMARY KEY (entry, n))");
   db.exec(
+      "CREATE TABLE IF NOT EXISTS board_committed_states ("
+      " entry TEXT NOT NULL REFERENCES board_entries(id),"
+      " step BIGINT NOT NULL,"
+      " PRIMARY KEY (entry, step))");
+  db.exec(
       "CREATE TABLE IF NOT EXISTS board_probes ("
       " entry TEXT NOT NULL REFERENCES board_entries(id),"
       " segment BIGINT NOT NULL,"
@@ -213,6 +218,8 @@ void JobQueue::record(const std::string& entry, const EntryFacts& f, const Repla
         "decided_by) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         {entry, s, first, end, status, detail, by});
   };
+  for (int64_t step : std::set<int64_t>(f.committed_inside.begin(), f.committed_inside.end()))
+    db_.exec("INSERT INTO board_committed_states (entry, step) VALUES ($1, $2)", {entry, step});
   add_segment(kAuditSegment, 0, f.steps, audit.passed ? "passed" : "failed", audit.detail,
               kBoardWorker);
   if (audit.passed) {
@@ -492,10 +499,21 @@ int64_t JobQueue::probe_step(const std::string& entry, int64_t segment, int64_t 
   const auto had =
       db_.query("SELECT step FROM board_probes WHERE entry = $1 AND segment = $2", {entry, segment});
   if (!had.empty()) return had[0].integer(0);
-  // A state strictly inside the segment: its checkpoints hold the first and the last.
+  // A state strictly inside the segment (its checkpoints hold the first and the last) whose
+  // hash the log does not commit: a worker that did not replay could copy that one. None left
+  // (a log that commits every step): -1, and the board replays the segment itself.
+  std::set<int64_t> committed;
+  for (const Row& r : db_.query("SELECT step FROM board_committed_states WHERE entry = $1 AND step "
+                                "> $2 AND step < $3",
+                                {entry, first, end}))
+    committed.insert(r.integer(0));
+  const int64_t free = std::max<int64_t>(0, end - first - 1 - int64_t(committed.size()));
   int64_t step = -1;
-  if (end - first >= 2)
-    step = first + 1 + std::min(end - first - 2, int64_t(random_unit() * double(end - first - 1)));
+  if (free > 0) {
+    int64_t k = std::min(free - 1, int64_t(random_unit() * double(free)));
+    for (step = first + 1;; ++step)
+      if (!committed.count(step) && k-- == 0) break;
+  }
   db_.exec("INSERT INTO board_probes (entry, segment, step) VALUES ($1, $2, $3)",
            {entry, segment, step});
   return step;

@@ -88,6 +88,9 @@ struct EntryFacts {
   int64_t steps = 0, segment_steps = 0, segments = 0;
   double val_loss = 0;
   int64_t params = 0, tokens = 0;
+  // Steps strictly inside a segment whose state the log commits (checkpoints off the schedule,
+  // as a run stopped with --until makes): their hashes are public, so no probe is drawn there.
+  std::vector<int64_t> committed_inside;
 };
 
 void migrate_jobs(Db& db);

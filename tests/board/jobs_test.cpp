@@ -53,7 +53,7 @@ class JobsTest : public ::testing::TestWithParam<std::string> {
 
   // An entry of `who` with `segments` segments of `steps_each` steps whose audit passed (or not).
   std::string entry(const std::string& who, int64_t segments = 6, bool audit = true,
-                    int64_t steps_each = 10) {
+                    int64_t steps_each = 10, std::vector<int64_t> committed_inside = {}) {
     const std::string id = random_hex(8);
     db_->exec(
         "INSERT INTO board_entries (id, track, participant, name, head, steps, files, status, "
@@ -74,6 +74,7 @@ class JobsTest : public ::testing::TestWithParam<std::string> {
     f.val_loss = 2.5;
     f.params = 1000;
     f.tokens = 5000;
+    f.committed_inside = std::move(committed_inside);
     JobQueue q = queue();
     q.record(id, f, {audit, audit ? "structure: fine; data: fine" : "data: step 7, field batch_hash", 0, ""});
     q.schedule(id);
@@ -253,6 +254,35 @@ TEST_P(JobsTest, OneStepSegmentsAreDecidedByTheBoardAndEarnNoContribution) {
   for (const json& c : queue().verification(e)["checks"]) EXPECT_EQ(c["decided_by"], "board") << c;
   EXPECT_EQ(standing_of(e, "bob"), "unproven");
   EXPECT_EQ(queue().contributions(ids_["bob"]), 0);
+}
+
+// A state the log commits (an off-schedule checkpoint) has a public hash: a worker could copy it
+// as evidence without replaying. Probes avoid such steps; a segment with none left is the
+// board's to replay, and reports on it earn nothing.
+TEST_P(JobsTest, ProbesAvoidStatesTheLogCommits) {
+  policy_.pool_delay_ms = 60'000;
+  std::vector<int64_t> all_but_5, all;
+  for (int64_t s = 0; s < 6; ++s)
+    for (int64_t k = 1; k < 10; ++k) {
+      all.push_back(s * 10 + k);
+      if (k != 5) all_but_5.push_back(s * 10 + k);
+    }
+  const std::string e = entry("alice", 6, true, 10, all_but_5);
+  JobQueue q = queue();
+  int leased = 0;
+  while (auto job = q.lease(ids_["bob"])) {
+    EXPECT_EQ(job->probe_step, job->first_step + 5) << job->segment;
+    q.report(job->id, ids_["bob"], "bob-host", truth(*job, {}));
+    ++leased;
+  }
+  EXPECT_GT(leased, 0);
+  const std::string every = entry("alice", 6, true, 10, all);
+  EXPECT_EQ(drain(ids_["carol"]), distinct_draws(every) + distinct_draws(e));
+  for (const Row& r : db_->query("SELECT step FROM board_probes WHERE entry = $1", {every}))
+    EXPECT_EQ(r.integer(0), -1);
+  drain(kBoardWorker);
+  EXPECT_EQ(status(every), "certified");
+  EXPECT_EQ(standing_of(every, "carol"), "unproven");
 }
 
 TEST_P(JobsTest, AWorkerThatLiesIsCaughtRevokedAndItsPastReportsAreReplayedByTheBoard) {

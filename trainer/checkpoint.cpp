@@ -125,18 +125,43 @@ Checkpoint load_checkpoint_weights(const std::filesystem::path& file) {
   return c;
 }
 
-Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count) {
+Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count,
+                                 const Digest* expected) {
   std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
+  require_state(l.info, file, expected);
   const int64_t n = l.info.num_params;
   const int64_t have = std::max<int64_t>(0, std::min(count, n - begin));
+  std::vector<Digest> table;  // version 3: every leaf the range touches is checked against it
+  if (l.info.version == 3) table = read_leaf_table(in, l, file);
+  const uint64_t total = 3 * uint64_t(n) * 4;
+  const uint64_t leaf_bytes = checkpoint_leaf_bytes(n);
+  std::vector<char> leaf(table.empty() ? 0 : size_t(leaf_bytes));
   Checkpoint c;
   c.info = l.info;
   int section = 0;
   for (auto* t : {&c.params, &c.m, &c.v}) {
     *t = torch::zeros({count}, torch::kFloat32);
-    in.seekg(std::streamoff(l.payload + (uint64_t(section++) * n + begin) * 4));
-    if (have > 0) read_floats(in, t->data_ptr<float>(), have, file);
+    const uint64_t from = (uint64_t(section++) * uint64_t(n) + uint64_t(begin)) * 4;
+    const uint64_t len = uint64_t(have) * 4;
+    if (len == 0) continue;
+    char* out = reinterpret_cast<char*>(t->data_ptr<float>());
+    if (table.empty()) {
+      in.seekg(std::streamoff(l.payload + from));
+      read_floats(in, t->data_ptr<float>(), have, file);
+      continue;
+    }
+    for (uint64_t i = from / leaf_bytes; i * leaf_bytes < from + len; ++i) {
+      const uint64_t at = i * leaf_bytes, size = std::min(leaf_bytes, total - at);
+      in.seekg(std::streamoff(l.payload + at));
+      in.read(leaf.data(), std::streamsize(size));
+      if (!in) fail("{}: truncated checkpoint payload", file.string());
+      if (checkpoint_leaf_hash(leaf.data(), size_t(size)) != table[size_t(i)])
+        fail("{}: leaf {} (payload bytes {} to {}) does not match its leaf table entry (corrupt)",
+             file.string(), i, at, at + size - 1);
+      const uint64_t lo = std::max(at, from), hi = std::min(at + size, from + len);
+      std::memcpy(out + (lo - from), leaf.data() + (lo - at), size_t(hi - lo));
+    }
   }
   return c;
 }

@@ -51,8 +51,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& file);
 // The parameters alone (m and v left empty): a version-3 file is read only as far as the
 // weights' leaves, each checked against the leaf table; a version-2 file is read whole.
 Checkpoint load_checkpoint_weights(const std::filesystem::path& file);
-// Elements [begin, begin+count) of params, m and v (count may run past P: zero-filled), without
-// hashing the file; pair it with verify_checkpoint on one rank.
-Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count);
+// Elements [begin, begin+count) of params, m and v (count may run past P: zero-filled), from one
+// open of the file. Version 3: every leaf the range touches is read and checked against the leaf
+// table, itself checked against the state hash, so only bytes the hash covers are loaded. A
+// version-2 file has no table: pair it with verify_checkpoint on one rank. With `expected`, the
+// file's state hash must be it (a file checked earlier and replaced since is refused).
+Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count,
+                                 const Digest* expected = nullptr);
 
 }  // namespace wit

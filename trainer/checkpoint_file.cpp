@@ -289,9 +289,17 @@ std::vector<Digest> read_leaf_table(std::ifstream& in, const CheckpointLayout& l
   return table;
 }
 
-void verify_checkpoint(const std::filesystem::path& file) {
+void require_state(const CheckpointInfo& info, const std::filesystem::path& file,
+                   const Digest* expected) {
+  if (expected && info.state_hash != *expected)
+    fail("{}: holds the state {}, not the {} it was checked as (the file changed after the check)",
+         file.string(), to_hex(info.state_hash).substr(0, 16), to_hex(*expected).substr(0, 16));
+}
+
+void verify_checkpoint(const std::filesystem::path& file, const Digest* expected) {
   std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
+  require_state(l.info, file, expected);
   in.seekg(std::streamoff(l.payload));
   StateHasher h(l.info.genesis, l.info.step, l.info.num_params, l.info.version);
   std::vector<char> buf(size_t(1) << 24);
@@ -314,11 +322,12 @@ void verify_checkpoint(const std::filesystem::path& file) {
 }
 
 uint64_t verify_checkpoint_leaves(const std::filesystem::path& file,
-                                  const std::vector<uint64_t>& leaves) {
+                                  const std::vector<uint64_t>& leaves, const Digest* expected) {
   std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
+  require_state(l.info, file, expected);
   if (l.info.version == 2) {
-    verify_checkpoint(file);
+    verify_checkpoint(file, expected);
     return std::filesystem::file_size(file);
   }
   const std::vector<Digest> table = read_leaf_table(in, l, file);

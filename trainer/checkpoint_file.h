@@ -110,9 +110,14 @@ CheckpointLayout read_checkpoint_layout(std::ifstream& in, const std::filesystem
 std::ifstream open_checkpoint(const std::filesystem::path& file);
 // Header and hash only (cheap): the claimed step, size, run and state hash, not yet checked.
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& file);
+// Throws naming the file unless its state hash is `expected` (nothing when null): a caller
+// that checked a file's header against a committed hash passes it to each later read, which
+// checks it in its own open, so a file replaced in between is refused.
+void require_state(const CheckpointInfo& info, const std::filesystem::path& file,
+                   const Digest* expected);
 // Streams the file and checks the state hash (and, version 3, the leaf table); throws naming the
 // file when it does not match.
-void verify_checkpoint(const std::filesystem::path& file);
+void verify_checkpoint(const std::filesystem::path& file, const Digest* expected = nullptr);
 // A version-3 checkpoint's leaf table, checked against its state hash: what a partial read is
 // checked against. Throws naming the file for version 2 or a table that does not match.
 std::vector<Digest> read_leaf_table(std::ifstream& in, const CheckpointLayout& l,
@@ -121,7 +126,8 @@ std::vector<Digest> read_leaf_table(std::ifstream& in, const CheckpointLayout& l
 // against the state hash) without reading the rest; returns the bytes read. A version-2 file has
 // no table: it is read and checked whole.
 uint64_t verify_checkpoint_leaves(const std::filesystem::path& file,
-                                  const std::vector<uint64_t>& leaves);
+                                  const std::vector<uint64_t>& leaves,
+                                  const Digest* expected = nullptr);
 // The same checks as verify_checkpoint on a checkpoint's bytes in memory (tests and fuzzing).
 CheckpointInfo parse_checkpoint(const std::string& bytes, const std::string& where);
 // Removes the temporaries of checkpoint writes that never finished (a process killed while

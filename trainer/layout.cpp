@@ -114,11 +114,12 @@ class DdpLayout final : public Layout {
     flat_.copy_(params);
     opt_ = OptimizerState::zeros(num_params_, options());
   }
-  void load(const std::filesystem::path& file) override {
+  void load(const std::filesystem::path& file, const Digest& expected) override {
     Checkpoint c;
     // Every rank verifies the hash of what it loads; a rank that cannot, stops them all.
     dist::agree_on_errors(comm_, [&] {
       c = load_checkpoint(file);
+      require_state(c.info, file, &expected);
       WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
                 c.info.num_params, num_params_);
     });
@@ -274,14 +275,16 @@ class FsdpLayout final : public Layout {
     shard_.narrow(0, 0, owned()).copy_(params.narrow(0, begin_, owned()));
     opt_ = OptimizerState::zeros(shard_size_, options());
   }
-  void load(const std::filesystem::path& file) override {
-    // One rank streams the whole file's hash; what it finds, every rank acts on.
+  void load(const std::filesystem::path& file, const Digest& expected) override {
+    // Version 3: each rank checks the leaves it reads against the leaf table and the state hash
+    // it expects. Version 2 has no table: one rank streams the whole file's hash first.
     dist::agree_on_errors(comm_, [&] {
-      if (comm_.is_root()) verify_checkpoint(file);
+      if (comm_.is_root() && read_checkpoint_info(file).version == 2)
+        verify_checkpoint(file, &expected);
     });
     Checkpoint c;
     dist::agree_on_errors(comm_, [&] {
-      c = load_checkpoint_range(file, begin_, shard_size_);
+      c = load_checkpoint_range(file, begin_, shard_size_, &expected);
       WIT_CHECK(c.info.num_params == num_params_, "checkpoint has {} parameters, model {}",
                 c.info.num_params, num_params_);
     });

@@ -78,8 +78,10 @@ class Layout {
   // Given initial weights instead (model.init_from): every rank holds the full vector (P,) on
   // the host and keeps its part; the optimizer starts at step 0 with zero moments.
   virtual void init_from(const torch::Tensor& params) = 0;
-  // Every rank loads its part of a checkpoint written by any layout and world size.
-  virtual void load(const std::filesystem::path& checkpoint) = 0;
+  // Every rank loads its part of a checkpoint written by any layout and world size; what it
+  // loads is checked to be the state `expected` (the hash the caller checked the file as, or the
+  // log committed), from the same open of the file, so a file replaced since is refused.
+  virtual void load(const std::filesystem::path& checkpoint, const Digest& expected) = 0;
   // Collective: the whole state into one file, written by rank 0, which gets the state hash.
   virtual Digest save(const std::filesystem::path& file, const CheckpointInfo& info) = 0;
   // Collective: copies the whole state into `into` on rank 0's host (reusing its buffers; pinned

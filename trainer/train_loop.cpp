@@ -368,7 +368,7 @@ void Training::resume_state() {
     if (checkpoint_path(dir(), info.step) != *ck)
       fail("checkpoint {} says it holds the state after step {}: it was renamed or is corrupt",
            ck->string(), info.step);
-    layout_->load(*ck);
+    layout_->load(*ck, info.state_hash);
     last_ckpt_ = *ck;
     if (!quiet_)
       fmt::print("resuming {} from step {} ({})\n", dir().string(), steps_done(), ck->string());

@@ -122,7 +122,9 @@ void Verification::check_checkpoint(uint64_t step) {
   std::string problem;
   if (root_) {
     try {
-      const Checkpoint c = load_checkpoint(checkpoint_file(step));  // whole, its hash checked
+      const std::filesystem::path file = checkpoint_file(step);
+      const Checkpoint c = load_checkpoint(file);  // whole, its hash checked
+      require_state(c.info, file, &states_.at(step));  // and still the committed one
       const auto distance = [](const torch::Tensor& replayed, const torch::Tensor& committed) {
         return (replayed - committed).norm().item<double>() /
                std::max(committed.norm().item<double>(), 1e-30);

@@ -340,11 +340,11 @@ std::string Verification::structure() {
     if (i++ % size_t(comm_.size()) != size_t(comm_.rank())) continue;
     try {
       if (o_.whole_checkpoints) {
-        verify_checkpoint(file);
+        verify_checkpoint(file, &hash);
         bytes += fs::file_size(file);
         continue;
       }
-      bytes += verify_checkpoint_leaves(file, sample_leaves(availability_key_, step, L, per));
+      bytes += verify_checkpoint_leaves(file, sample_leaves(availability_key_, step, L, per), &hash);
     } catch (const Error& e) {
       mismatch(e.what());
     }
@@ -410,7 +410,8 @@ void Verification::load_state(uint64_t step) {
   if (step == 0)
     return initial_ ? layout_->init_from(*initial_) : layout_->init(init_seed(rc_.train.seed));
   const auto start = Clock::now();
-  layout_->load(checkpoint_file(step));  // the load checks the file against its state hash
+  // The load checks what it reads against the state the log committed, from its own open.
+  layout_->load(checkpoint_file(step), states_.at(step));
   out_.cost.loads += 1;
   out_.cost.load_seconds += seconds_since(start);
 }

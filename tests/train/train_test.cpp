@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -388,6 +389,35 @@ TEST(Checkpoint, TheLeafTableChecksAnyPartAlone) {
     EXPECT_THROW(verify_checkpoint(bad), Error);
     EXPECT_THROW(load_checkpoint(bad), Error);
     EXPECT_THROW(load_checkpoint_weights(bad), Error);
+    // A rank's range (fsdp) is checked leaf by leaf: one touching leaf 3 refuses, one that does
+    // not loads exactly, and a file whose state is not the one expected refuses at once.
+    const int64_t per_leaf = int64_t(leaf / 4);
+    EXPECT_THROW(load_checkpoint_range(bad, 3 * per_leaf + 5, per_leaf), Error);
+    EXPECT_THROW(load_checkpoint_range(bad, per_leaf, 3 * per_leaf), Error);
+    const Checkpoint r = load_checkpoint_range(bad, per_leaf / 2, per_leaf, &info.state_hash);
+    EXPECT_TRUE(torch::equal(r.params, good.params.narrow(0, per_leaf / 2, per_leaf)));
+    EXPECT_TRUE(torch::equal(r.m, good.m.narrow(0, per_leaf / 2, per_leaf)));
+    EXPECT_TRUE(torch::equal(r.v, good.v.narrow(0, per_leaf / 2, per_leaf)));
+    const Digest other = sha256(std::string("another state"));
+    for (const auto& read : std::vector<std::function<void()>>{
+             [&] { load_checkpoint_range(ck, 0, 10, &other); },
+             [&] { verify_checkpoint_leaves(ck, {0}, &other); },
+             [&] { verify_checkpoint(ck, &other); }}) {
+      try {
+        read();
+        ADD_FAILURE() << "a checkpoint of another state passed";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the file changed after the check"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_NO_THROW(verify_checkpoint_leaves(ck, {0}, &info.state_hash));
+  }
+  {  // a range running past P is zero-filled; the good file loads whole by ranges
+    const int64_t half = n / 2 + 1;
+    const Checkpoint a = load_checkpoint_range(ck, 0, half, &info.state_hash);
+    const Checkpoint b = load_checkpoint_range(ck, half, half, &info.state_hash);
+    EXPECT_TRUE(torch::equal(torch::cat({a.v, b.v.narrow(0, 0, n - half)}), good.v));
+    EXPECT_EQ(b.v[half - 1].item<float>(), 0.0f);
   }
   {  // one byte of a leaf wholly in m: the weights alone still load
     std::string b = bytes;

@@ -247,7 +247,7 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
   facts.segments = (steps + facts.segment_steps - 1) / facts.segment_steps;
   facts.val_loss = final_eval->fields.value;
   facts.params = int64_t(log.meta.num_params);
-  facts.tokens = rc.train.steps * rc.tokens_per_step();
+  facts.tokens = rc.training_tokens();
   for (const auto& c : log.tables.checkpoints)
     if (const int64_t step = int64_t(c.fields.step); step < steps && step % facts.segment_steps != 0)
       facts.committed_inside.push_back(step);

@@ -163,7 +163,7 @@ std::vector<std::string> entry_problems(const Track& t, const witness::RunMeta& 
   if (int64_t(meta.num_params) > t.max_params)
     out.push_back(fmt::format("{} parameters, over the track's budget of {}", meta.num_params,
                               t.max_params));
-  const int64_t tokens = rc.train.steps * rc.tokens_per_step();
+  const int64_t tokens = rc.training_tokens();
   if (tokens > t.max_tokens)
     out.push_back(fmt::format("{} training tokens ({} steps x {}), over the track's budget of {}",
                               tokens, rc.train.steps, rc.tokens_per_step(), t.max_tokens));

@@ -3,6 +3,7 @@
 // the witness log's readers parse the config a run committed to.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -71,6 +72,12 @@ struct RunConfig {
   WitnessConfig witness;
   int64_t tokens_per_step() const {
     return train.micro_batches * train.micro_batch_size * data.seq_len;
+  }
+  // Every step's tokens, saturating at INT64_MAX: the bounds allow up to 2^96, and a product
+  // that wrapped could pass a budget.
+  int64_t training_tokens() const {
+    int64_t out = 0;
+    return __builtin_mul_overflow(train.steps, tokens_per_step(), &out) ? INT64_MAX : out;
   }
   // The committed cadence: after which step counts the witness log holds a fingerprint, a val
   // loss and a checkpoint (each also after the last step). The trainer writes these rows and

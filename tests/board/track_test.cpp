@@ -112,6 +112,12 @@ TEST(Tracks, EachBrokenRuleIsReported) {
   EXPECT_TRUE(contains(first(other), "tokenized or split differently"));
   EXPECT_TRUE(contains(first(run({}, 5'000'000)), "over the track's budget of 4000000"));
   EXPECT_TRUE(contains(first(run({"train.steps=1000"})), "2048000 training tokens"));
+  // 2^17 steps of 2^20 x 2^20 x 128 tokens is 2^64, which a plain int64 product wraps to 0.
+  bool over = false;
+  for (const std::string& p : entry_problems(t, run({"train.steps=131072", "train.micro_batches=1048576",
+                                                      "train.micro_batch_size=1048576"})))
+    over = over || contains(p, "9223372036854775807 training tokens");
+  EXPECT_TRUE(over);
   EXPECT_TRUE(contains(first(run({"train.eval_batches=4"})), "evaluates 32 sequences of 128"));
   EXPECT_TRUE(contains(first(run({"data.seq_len=64"})), "evaluates 64 sequences of 64"));
   EXPECT_TRUE(contains(first(run({"model.init_sha256=" + std::string(64, 'a')})),

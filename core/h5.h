@@ -272,6 +272,24 @@ class Group : public Object {
                             size_t chunk_rows);
 };
 
+// Bounds what one reader takes from untrusted files on this thread: while a ReadBudget lives,
+// every dataset read is charged to it, and a read past `bytes` throws. Each read is also bounded
+// by its file's size, but a file can hard-link one dataset (or a group of them) from many
+// places, so per-read bounds alone do not bound a reader that follows every link.
+class ReadBudget {
+ public:
+  explicit ReadBudget(uint64_t bytes);
+  ~ReadBudget();
+  ReadBudget(const ReadBudget&) = delete;
+  ReadBudget& operator=(const ReadBudget&) = delete;
+  // Adds `bytes` read from `where`; throws once the total passes the budget.
+  static void charge(uint64_t bytes, const std::string& where);
+
+ private:
+  uint64_t limit_, used_ = 0;
+  ReadBudget* outer_;
+};
+
 // A file is also its root group ("/").
 class File : public Group {
  public:

@@ -110,6 +110,27 @@ void Dataset::check_read_size(uint64_t rows, uint64_t row_bytes) const {
     fail("HDF5: {} claims {} rows of {} bytes, more than its file of {} bytes can hold "
          "(damaged file)",
          where(), rows, row_bytes, file_bytes);
+  ReadBudget::charge(rows * row_bytes, where());
+}
+
+namespace {
+thread_local ReadBudget* current_budget = nullptr;
+}  // namespace
+
+ReadBudget::ReadBudget(uint64_t bytes) : limit_(bytes), outer_(current_budget) {
+  current_budget = this;
+}
+
+ReadBudget::~ReadBudget() { current_budget = outer_; }
+
+void ReadBudget::charge(uint64_t bytes, const std::string& where) {
+  ReadBudget* b = current_budget;
+  if (!b) return;
+  b->used_ += bytes;
+  if (b->used_ > b->limit_)
+    fail("HDF5: reading {} takes the reader past {} bytes, more than its file holds: a file that "
+         "links the same data from many places (damaged or hostile file)",
+         where, b->limit_);
 }
 
 void Dataset::append_raw(Element type, const void* rows, size_t count, uint64_t width) {

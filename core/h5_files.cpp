@@ -147,6 +147,9 @@ bool Group::exists(const std::string& name) const {
       htri_t e = H5Lexists(id(), prefix.c_str(), H5P_DEFAULT);
       if (e < 0) fail_h5(fmt::format("look up '{}' in", prefix), where());
       if (e == 0) return false;
+      // Looking below it traverses it: an external link there would make libhdf5 open a path
+      // the file names (a FIFO, a device) before any check; only hard links are walked.
+      if (slash != std::string::npos) require_hard_links(id(), prefix, file_, object_path());
     }
     if (slash == std::string::npos) break;
     start = slash + 1;

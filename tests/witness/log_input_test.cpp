@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +142,52 @@ TEST(WitnessLogBadInput, ValuesKeptOutsideTheFileAreRefused) {
 // The sessions are the one unsigned part of the metadata: a trainer may write any JSON there.
 // Nested a hundred thousand deep it would overflow the stack of whatever copies or prints it
 // (wit inspect, the verifier choosing its device); it is read as no sessions instead.
+// A small file may hard-link its tables from thousands of places (here every superseded session
+// is the root group itself): each read alone fits the file, so the reader's total is bounded.
+TEST(WitnessLogBadInput, DataLinkedFromManyPlacesIsNotReadOverAndOver) {
+  LogRun run;
+  run.write();
+  {
+    const hid_t file = H5Fopen(run.file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t sup = H5Gcreate2(file, "superseded", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(sup, 0);
+    for (int k = 1; k <= 5000; ++k)
+      ASSERT_GE(H5Lcreate_hard(file, "/", sup, std::to_string(k).c_str(), H5P_DEFAULT, H5P_DEFAULT), 0);
+    H5Gclose(sup);
+    H5Fclose(file);
+  }
+  ASSERT_LT(std::filesystem::file_size(run.file), uint64_t(1) << 20);
+  EXPECT_TRUE(contains(error_of([&] { read_log(run.file); }), "links the same data from many places"));
+}
+
+// Looking for /steps/step walks /steps: an external link there must be refused before libhdf5
+// opens what it names (a FIFO would block the reader for ever). Run apart, under an alarm.
+TEST(WitnessLogBadInput, AnExternalLinkOnThePathIsRefusedBeforeItIsOpened) {
+  LogRun run;
+  run.write();
+  TempDir elsewhere;
+  const auto fifo = elsewhere / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  {
+    const hid_t file = H5Fopen(run.file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    ASSERT_GE(H5Ldelete(file, "steps", H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_external(fifo.c_str(), "/", file, "steps", H5P_DEFAULT, H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(10);
+    const std::string msg = error_of([&] { read_log(run.file); });
+    _exit(contains(msg, "steps is an external link") ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
 TEST(WitnessLogBadInput, SessionsNestedWithoutEndAreIgnored) {
   LogRun run;
   const std::string deep = "[{\"compute\": " + std::string(100'000, '[') +

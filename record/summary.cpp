@@ -79,7 +79,7 @@ json log_summary(const WitnessLog& log, const LogReport& r) {
   j["problems"] = problems;
   j["notes"] = r.notes;
   auto sessions = parse_untrusted_json(m.sessions_json);
-  j["sessions"] = sessions.is_discarded() ? json::array() : sessions;
+  j["sessions"] = sessions.is_array() ? sessions : json::array();
   json superseded = json::array();
   for (auto& [group, tables] : log.superseded)
     superseded.push_back({{"group", group}, {"steps", tables.steps.size()}});
@@ -142,11 +142,15 @@ std::string summary_text(const WitnessLog& log, const LogReport& r, const std::s
     fmt::format_to(to, "  signed head  {}\n", j["signed_head"]["hash"].get<std::string>());
   const auto& sessions = j["sessions"];
   std::string worlds;
-  for (auto& s : sessions)
-    if (s.contains("world_size"))
-      worlds += (worlds.empty() ? "" : ", ") + std::to_string(s["world_size"].get<int>()) + " " +
-                s.value("dist_mode", std::string("?")) +
-                (s.value("activation_checkpointing", false) ? " recomputing activations" : "");
+  // Unsigned text the trainer wrote: fields of another type are left out, never thrown on.
+  for (auto& s : sessions) {
+    const json ws = s.is_object() ? s.value("world_size", json()) : json();
+    if (!ws.is_number_integer()) continue;
+    const json mode = s.value("dist_mode", json()), recompute = s.value("activation_checkpointing", json());
+    worlds += (worlds.empty() ? "" : ", ") + std::to_string(ws.get<int64_t>()) + " " +
+              (mode.is_string() ? mode.get<std::string>() : std::string("?")) +
+              (recompute.is_boolean() && recompute.get<bool>() ? " recomputing activations" : "");
+  }
   fmt::format_to(to, "  sessions     {} (world size: {})\n", sessions.size(), worlds);
   for (auto& p : r.problems) fmt::format_to(to, "  PROBLEM      {}\n", p.text());
   for (auto& n : r.notes) fmt::format_to(to, "  note         {}\n", n);

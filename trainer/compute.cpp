@@ -149,12 +149,15 @@ std::string describe(const nlohmann::json& f) {
 
 // The numerics facts of a session's compute (the empty object for the CPU).
 nlohmann::json session_facts(const nlohmann::json& s) {
+  // Unsigned text the trainer wrote: a field of another type is taken as absent, never thrown.
   if (!s.is_object() || !s.contains("compute") || !s["compute"].is_object() ||
-      s["compute"].value("device", "") != "cuda")
+      s["compute"].value("device", nlohmann::json()) != "cuda")
     return nlohmann::json::object();
   auto f = s["compute"];
-  if (s.contains("versions") && s["versions"].is_object())
-    f["libtorch"] = s["versions"].value("libtorch", "?");
+  if (s.contains("versions") && s["versions"].is_object()) {
+    const auto v = s["versions"].value("libtorch", nlohmann::json());
+    f["libtorch"] = v.is_string() ? v.get<std::string>() : std::string("?");
+  }
   return numerics_facts(f);
 }
 

@@ -169,6 +169,21 @@ TEST(Compute, ResolvesToTheCpuWhereNoGpuIsVisible) {
   }
 }
 
+// The sessions text a run's log carries is unsigned: fields of other types are taken as absent
+// when the replay chooses its numerics, never thrown on.
+TEST(Compute, ReplayIgnoresSessionFieldsOfOtherTypes) {
+  const RunConfig rc = run_config_from(config::Config::parse("{}", "test", run_schema(), {}));
+  for (const char* sessions :
+       {R"([{"compute": {"device": 5}, "versions": {"libtorch": 2}}])",
+        R"([{"compute": {"device": "cuda"}, "versions": {"libtorch": 2}}])", R"(["x", 3])"})
+    try {  // a GPU run on this CPU may be refused, in words: a wit::Error, nothing else
+      replay_compute(sessions, rc, /*tolerance=*/true, 1, nullptr);
+    } catch (const Error&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << sessions << ": " << e.what();
+    }
+}
+
 TEST(Compute, RefusesWhatTheCpuCannotRun) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible";
   auto expect_error = [](std::vector<std::string> sets, const std::string& text) {

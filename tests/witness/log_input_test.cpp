@@ -207,6 +207,26 @@ TEST(WitnessLogBadInput, SessionsNestedWithoutEndAreIgnored) {
   EXPECT_FALSE(summary_text(log, r).empty());
 }
 
+// The sessions text is unsigned: fields of unexpected types are left out of the summary, never
+// thrown on (a page of the board showing the run would fail on them).
+TEST(WitnessLogBadInput, SessionFieldsOfOtherTypesAreLeftOut) {
+  LogRun run;
+  {
+    RunMeta meta = test_meta(run.key);
+    meta.sessions_json =
+        R"([{"world_size": "two", "dist_mode": 3, "activation_checkpointing": "yes"},)"
+        R"( {"world_size": 2, "dist_mode": "ddp", "compute": {"device": 5},)"
+        R"(  "versions": {"libtorch": 2}}, "not an object"])";
+    LogWriter w = LogWriter::create(run.file, meta, SigningKey::load(run.save_key()));
+    record(w, 0, kSteps);
+    w.sign();
+  }
+  const WitnessLog log = read_log(run.file);
+  const LogReport r = check_log(log);
+  const std::string text = summary_text(log, r);
+  EXPECT_TRUE(contains(text, "sessions     3 (world size: 2 ddp)")) << text;
+}
+
 TEST(WitnessLogBadInput, RowCountMismatch) {
   LogRun run;
   run.write();

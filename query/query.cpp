@@ -226,13 +226,17 @@ Answer DataIndex::query(const Digest& sha, std::string label) const {
   return a;
 }
 
+Digest llmc_document_sha256(std::string_view raw, const data::Gpt2Tokenizer& gpt2) {
+  std::vector<uint16_t> tokens = {data::kGpt2Eot};
+  const std::vector<uint16_t> body = gpt2.encode(raw);
+  tokens.insert(tokens.end(), body.begin(), body.end());
+  return sha256(tokens.data(), tokens.size() * sizeof(uint16_t));  // little-endian, as shards
+}
+
 Digest DataIndex::document_hash(std::string_view raw) const {
   if (manifest_.tokenizer != "external") return document_sha256(raw);
   if (!gpt2_) gpt2_ = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
-  std::vector<uint16_t> tokens = {data::kGpt2Eot};
-  const std::vector<uint16_t> body = gpt2_->encode(raw);
-  tokens.insert(tokens.end(), body.begin(), body.end());
-  return sha256(tokens.data(), tokens.size() * sizeof(uint16_t));  // little-endian, as shards
+  return llmc_document_sha256(raw, *gpt2_);
 }
 
 Answer DataIndex::query_bytes(std::string_view raw, std::string label) const {

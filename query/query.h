@@ -78,6 +78,9 @@ struct Answer {
 
 // SHA-256 of a document's canonical bytes: how a text dataset's records name documents.
 Digest document_sha256(std::string_view raw_bytes);
+// How an llm.c dataset's records (tokenizer external) name a document of these raw bytes: the
+// SHA-256 of the little-endian uint16 tokens [50256] + GPT-2's encoding of them.
+Digest llmc_document_sha256(std::string_view raw_bytes, const data::Gpt2Tokenizer& gpt2);
 
 // Everything a query needs is in the manifest: the documents' hashes, splits and token ranges
 // (as its Merkle tree commits to them). The shards themselves are never read.

@@ -5,11 +5,16 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <memory>
+#include <map>
 
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/json.h"
 #include "trainer/data/corpus.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/gpt2_tokenizer.h"
 #include "trainer/data/split.h"
 #include "record/run_config.h"
 #include "query/query.h"
@@ -72,19 +77,43 @@ int check_proof_file(const QueryOptions& o) {
   if (parsed.is_discarded()) fail("{} is not JSON: not a query proof", o.check_proof.string());
   const json proofs = parsed.is_array() ? parsed : json::array({parsed});
   if (proofs.empty()) fail("{} holds no proofs", o.check_proof.string());
+  // With --doc, each proof must be about one of the asker's documents: a proof is about the
+  // hash it names, and a valid proof of another document's (a variant, or text hashed another
+  // way) says nothing of this one. A document's hash is the text dataset's way or llm.c's.
+  std::map<std::string, std::string> asked;  // hex hash -> "FILE (as text)"
+  std::unique_ptr<data::Gpt2Tokenizer> gpt2;
+  for (const auto& f : o.docs) {
+    const std::string raw = read_text_file(f);
+    asked[to_hex(witness::document_sha256(raw))] = f.string() + " (hashed as text)";
+    if (!gpt2 && fs::exists(data::gpt2_vocab_dir({}) / "gpt2.tiktoken"))
+      gpt2 = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
+    if (gpt2) asked[to_hex(witness::llmc_document_sha256(raw, *gpt2))] = f.string() + " (as llm.c tokens)";
+  }
+  std::set<std::string> answered;
   int failed = 0;
   for (size_t i = 0; i < proofs.size(); ++i) {
     const witness::ProofCheck c = witness::check_proof(proofs[i], trusted);
     const std::string doc = proofs[i].is_object() && proofs[i].contains("document_sha256") &&
                                     proofs[i]["document_sha256"].is_string()
-                                ? proofs[i]["document_sha256"].get<std::string>().substr(0, 16)
+                                ? proofs[i]["document_sha256"].get<std::string>()
                                 : "?";
-    if (c.ok)
-      fmt::print("valid    {} {}: {}\n", doc, c.verdict, c.reason);
-    else
+    const auto of = asked.find(doc);
+    if (!c.ok) {
       fmt::print("INVALID  proof {} (document {}): {}\n", i, doc, c.reason);
-    failed += !c.ok;
+    } else if (!o.docs.empty() && of == asked.end()) {
+      fmt::print("INVALID  proof {} (document {}): valid, but about none of the documents given "
+                 "with --doc\n", i, doc);
+    } else {
+      fmt::print("valid    {} {}: {}\n", of == asked.end() ? doc : of->second, c.verdict, c.reason);
+      if (of != asked.end()) answered.insert(of->second.substr(0, of->second.rfind(" (")));
+    }
+    failed += !c.ok || (!o.docs.empty() && of == asked.end());
   }
+  for (const auto& f : o.docs)
+    if (!answered.count(f.string())) {
+      fmt::print("MISSING  {}: no proof in {} is about it\n", f.string(), o.check_proof.string());
+      ++failed;
+    }
   if (proofs.size() > 1)
     fmt::print("{} of {} proofs valid for run {}\n", proofs.size() - size_t(failed), proofs.size(),
                to_hex(trusted.genesis).substr(0, 16));
@@ -149,7 +178,13 @@ json answer_json(const witness::Answer& a) {
 }  // namespace
 
 int query(const QueryOptions& o) {
-  if (!o.check_proof.empty()) return check_proof_file(o);
+  if (!o.check_proof.empty()) {
+    if (!o.doc_ids.empty() || !o.jsonl.empty() || !o.split.empty() || !o.run.empty())
+      fail("--check-proof takes the proof file and the run it is about (--certificate, or "
+           "--root, --genesis and --head), and --doc FILE for the documents the proofs must be "
+           "about; not a run directory, --doc-id, --jsonl or --split");
+    return check_proof_file(o);
+  }
   if (o.run.empty())
     fail("wit query needs a run directory (or --check-proof FILE with the run it is about)");
   if (o.docs.empty() && o.doc_ids.empty() && o.jsonl.empty() && o.split.empty())
@@ -176,6 +211,9 @@ int query(const QueryOptions& o) {
          data_dir.string(), data::kManifestFile);
   const witness::DataIndex index(data::read_manifest(manifest_file),
                                  witness::RunFacts::from_log(log, report), data_dir.string());
+  // Only now, with the manifest bound to the run: its tokenizer label, which decides how text
+  // is hashed, against its first records.
+  data::Dataset::open(data_dir).check_tokenizer_label();
   const data::Manifest& manifest = index.manifest();
 
   json proofs = json::array();

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -590,6 +592,41 @@ TEST(Prepare, llmc_shards_become_eot_delimited_documents) {
   o.force = true;
   prepare(o);
   EXPECT_EQ(Dataset::open(dir / "out").verify_documents(), 2u);  // no text query finds them
+}
+
+// The tokenizer label decides how wit query hashes text, and only gpt2's is in the layout: an
+// llm.c manifest relabelled byte (or a byte one relabelled external) keeps its root and layout,
+// so the label is checked against the first record of each split, from hashed shards.
+TEST(Prepare, a_relabelled_manifest_is_refused_before_any_query) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  write_shard(dir / "in/fw_train_000001.bin", {kEot, 15496, 995, kEot, 15496});
+  write_shard(dir / "in/fw_val_000000.bin", {kEot, 995});
+  write_text(dir / "docs.jsonl", "{\"text\": \"a\"}\n{\"text\": \"bb\"}\n{\"text\": \"ccc\"}\n");
+  PrepareOptions o;
+  o.input = dir / "in";
+  o.out = dir / "llmc";
+  prepare(o);
+  o.input = dir / "docs.jsonl";
+  o.out = dir / "bytes";
+  prepare(o);
+  for (const auto& [name, label, vocab, eot] :
+       {std::tuple<std::string, std::string, int, int>{"llmc", "byte", 257, 256},
+        std::tuple<std::string, std::string, int, int>{"bytes", "external", 50257, 50256}}) {
+    const fs::path out = dir / name;
+    EXPECT_NO_THROW(Dataset::open(out).check_tokenizer_label()) << name;
+    Manifest m = read_manifest(out / kManifestFile);
+    const Digest root = manifest_root(m), layout = layout_digest(m);
+    m.tokenizer = label;
+    m.vocab_size = vocab;
+    m.eot_token = eot;
+    write_manifest(out / kManifestFile, m);
+    const Manifest relabelled = read_manifest(out / kManifestFile);
+    EXPECT_EQ(manifest_root(relabelled), root);  // what the run commits to does not see it
+    EXPECT_EQ(layout_digest(relabelled), layout);
+    const std::string msg = error_of([&] { Dataset::open(out).check_tokenizer_label(); });
+    EXPECT_TRUE(contains(msg, "labelled '" + label + "' data, but its first train record")) << msg;
+  }
 }
 
 // wit query finds an llm.c document by GPT-2's encoding of its text, so a record holding the

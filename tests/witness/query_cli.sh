@@ -55,6 +55,14 @@ grep -q "step " "$work/inc.txt" || fail "an included answer without steps"
 printf 'a document nobody wrote\n' >"$work/stranger.txt"
 grep -q "^not-in-dataset" <<<"$("$wit" query "$work/run" --doc "$work/stranger.txt" --proof "$work/out.json")" || fail "stranger found"
 "$wit" query --check-proof "$work/out.json" "${run_id[@]}" || fail "a valid exclusion proof rejected"
+# A proof is about the hash it names: with --doc, it must be the asker's document's.
+"$wit" query --check-proof "$work/inc.json" "${run_id[@]}" --doc "$inc" | grep -q "^valid    $inc (hashed as text) included" ||
+  fail "the inclusion proof is not about its document"
+out=$("$wit" query --check-proof "$work/out.json" "${run_id[@]}" --doc "$inc") && fail "a proof of another document passed for $inc"
+grep -q "about none of the documents given with --doc" <<<"$out" || fail "the other document's proof is not named: $out"
+grep -q "^MISSING  $inc: no proof" <<<"$out" || fail "the missing proof is not named: $out"
+out=$("$wit" query "$work/run" --check-proof "$work/out.json" "${run_id[@]}" 2>&1) && fail "--check-proof took a run directory"
+grep -q "not a run directory" <<<"$out" || fail "--check-proof with a run: $out"
 
 # A damaged proof, and a proof checked against another root or run.
 sed 's/"index": \([0-9]\)/"index": 1\1/' "$work/inc.json" >"$work/bad.json"

@@ -156,6 +156,39 @@ class DocumentCheck {
 
 }  // namespace
 
+void Dataset::check_tokenizer_label(const fs::path& gpt2_vocab) const {
+  if (manifest_.tokenizer == "gpt2") return;  // in the layout digest
+  const std::string file = (dir_ / kManifestFile).string();
+  std::unique_ptr<Gpt2Tokenizer> gpt2;
+  if (manifest_.tokenizer == "external") gpt2 = Gpt2Tokenizer::load(gpt2_vocab_dir(gpt2_vocab));
+  const DocumentCheck check(manifest_, gpt2.get());
+  for (uint8_t s : {kSplitTrain, kSplitVal}) {
+    const DocumentEntry* first = nullptr;
+    for (const DocumentEntry& d : manifest_.documents)
+      if (d.split == s && stream_offset(d) == 0) {
+        first = &d;
+        break;
+      }
+    if (!first) continue;
+    for (size_t i = 0; i < manifest_.shards.size(); ++i) {
+      const ShardEntry& e = manifest_.shards[i];
+      if (e.split != s || shard_stream_offset_[i] >= first->length) continue;
+      if (sha256_file(dir_ / e.file) != e.sha256)
+        fail("{}: SHA-256 does not match the manifest: the shard changed after prepare",
+             (dir_ / e.file).string());
+    }
+    try {
+      check.check(split(s), *first, 0, manifest_.tokenizer == "external",
+                  fmt::format("document {}", first->id));
+    } catch (const Error& e) {
+      fail("{}: labelled '{}' data, but its first {} record does not hash that way ({}): the "
+           "label is not the one the dataset was made with, and text queries would miss every "
+           "document",
+           file, manifest_.tokenizer, split_name(s), e.what());
+    }
+  }
+}
+
 uint64_t Dataset::verify_documents(const fs::path& gpt2_vocab, int part, int parts) const {
   if (parts < 1 || part < 0 || part >= parts)
     fail("verify_documents: part {} of {} does not exist", part, parts);

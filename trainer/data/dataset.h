@@ -52,6 +52,13 @@ class Dataset {
   // checks that the records cover it); all parts together check every record.
   uint64_t verify_documents(const fs::path& gpt2_vocab = {}, int part = 0, int parts = 1) const;
 
+  // The manifest's tokenizer label decides how wit query hashes a document's text, and only
+  // gpt2's is in the layout digest: a byte manifest relabelled external (or back) keeps its
+  // root and layout and would make every text query miss. So the first record of each split is
+  // checked under the label, from shards whose SHA-256 is checked first (a record is hashed the
+  // same way under no two labels). Throws wit::Error saying the label is not the data's.
+  void check_tokenizer_label(const fs::path& gpt2_vocab = {}) const;
+
  private:
   Dataset() = default;
   fs::path dir_;

@@ -138,6 +138,12 @@ nlohmann::json Verification::certificate() const {
   // and its numerics (CPU: the pin and the CPU's model; GPU: model, versions and precision).
   c["replay_compute"] = compute_ ? device_facts(*compute_) : json(nullptr);
   c["checkpoints"] = checkpoints_statement();
+  // How the dataset's records name documents, as every record was checked to: a query or a
+  // proof's checker hashes a document this way (its manifest's label is not in the layout
+  // digest unless it is gpt2), and how many trained tokens no text query can find.
+  if (dataset_)
+    c["dataset"] = {{"tokenizer", dataset_->manifest().tokenizer},
+                    {"tokens_in_no_document", out_.tokens_in_no_document}};
   c.update(run_identity(*log_, *lr_.signed_heads, states_.at(lr_.valid_steps)));
   if (o_.tolerance)
     c["tolerance"] = {{"relative", *o_.tolerance},

@@ -80,12 +80,22 @@ int check_proof_file(const QueryOptions& o) {
   // With --doc, each proof must be about one of the asker's documents: a proof is about the
   // hash it names, and a valid proof of another document's (a variant, or text hashed another
   // way) says nothing of this one. A document's hash is the text dataset's way or llm.c's.
+  // A certificate says how the run's dataset names documents (its verifier checked every record
+  // so): then only that way.
+  std::string tokenizer;
+  if (!o.certificate.empty()) {
+    const json c = parse_untrusted_json(read_text_file(o.certificate));  // checked above
+    if (c.contains("dataset") && c["dataset"].is_object() && c["dataset"].contains("tokenizer") &&
+        c["dataset"]["tokenizer"].is_string())
+      tokenizer = c["dataset"]["tokenizer"].get<std::string>();
+  }
   std::map<std::string, std::string> asked;  // hex hash -> "FILE (as text)"
   std::unique_ptr<data::Gpt2Tokenizer> gpt2;
   for (const auto& f : o.docs) {
     const std::string raw = read_text_file(f);
-    asked[to_hex(witness::document_sha256(raw))] = f.string() + " (hashed as text)";
-    if (!gpt2 && fs::exists(data::gpt2_vocab_dir({}) / "gpt2.tiktoken"))
+    if (tokenizer != "external") asked[to_hex(witness::document_sha256(raw))] = f.string() + " (hashed as text)";
+    if (tokenizer == "byte" || tokenizer == "gpt2") continue;
+    if (!gpt2 && (tokenizer == "external" || fs::exists(data::gpt2_vocab_dir({}) / "gpt2.tiktoken")))
       gpt2 = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
     if (gpt2) asked[to_hex(witness::llmc_document_sha256(raw, *gpt2))] = f.string() + " (as llm.c tokens)";
   }

@@ -109,6 +109,13 @@ printf 'In the beginning\n' >"$work/doc.txt"
 "$wit" query "$work/n1" --doc "$work/doc.txt" --proof "$work/doc.proof" >/dev/null || fail "query for a proof"
 "$wit" query --check-proof "$work/doc.proof" --certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" >"$work/q.out" 2>&1 || { cat "$work/q.out"; fail "a proof with the honest certificate"; }
 grep -q "^certificate: certified, challenges from verifier-random" "$work/q.out" || { cat "$work/q.out"; fail "query: strength line"; }
+# The certificate says how the dataset names documents (every record was checked so): a proof
+# checked with --doc is about the document hashed that way only.
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['dataset']; assert d == {'tokenizer': 'byte', 'tokens_in_no_document': 0}, d" \
+  "$work/n1/certificate.json" || fail "the certificate's dataset field"
+"$wit" query --check-proof "$work/doc.proof" --certificate "$work/n1/certificate.json" --verifier-key "$work/verifier.pem.pub" \
+  --doc "$work/doc.txt" >"$work/q.out" 2>&1 || { cat "$work/q.out"; fail "a proof of its document with the certificate"; }
+grep -q "doc.txt (hashed as text)" "$work/q.out" || { cat "$work/q.out"; fail "the document's hash, as the certificate says"; }
 for kind in seed fiat-shamir tolerance; do
   rm -rf "$work/weak" && cp -r "$work/n1" "$work/weak" && rm -f "$work/weak/certificate."*
   case $kind in

@@ -367,7 +367,7 @@ std::vector<Digest> path_of(const json& j) {
   return out;
 }
 
-ProofCheck check(const json& p, const TrustedRun& trusted) {
+ProofCheck check(const json& p, const TrustedRun& trusted, uint64_t* walk_budget) {
   if (!p.is_object() || text(p, "format") != kProofFormat)
     invalid(fmt::format("not a {} proof", kProofFormat));
   const Digest sha = digest(p, "document_sha256");
@@ -475,10 +475,18 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
   if (f.epochs() > kMaxCheckedEpochs)
     invalid(fmt::format("the run spans {} epochs of its data; a proof is checked over at most {}",
                         f.epochs(), kMaxCheckedEpochs));
-  if (const uint64_t walk = sample_epochs(copies, f); walk > kMaxWalkedSampleEpochs)
+  const uint64_t walk = sample_epochs(copies, f);
+  if (walk > kMaxWalkedSampleEpochs)
     invalid(fmt::format("the document's copies span {} samples × epochs of the schedule; a proof "
                         "is checked over at most {}",
                         walk, kMaxWalkedSampleEpochs));
+  if (walk_budget) {
+    if (walk > *walk_budget)
+      invalid(fmt::format("the proofs before it took the checker's budget for one file ({} "
+                          "samples × epochs of the schedule walked in all); check it apart",
+                          kProofFileWalkBudget));
+    *walk_budget -= walk;
+  }
   const json& got = field(p, "occurrences");
   if (!got.is_array()) invalid("field 'occurrences' is not a list");
   std::map<uint64_t, data::Permutation> epochs;
@@ -530,9 +538,9 @@ ProofCheck check(const json& p, const TrustedRun& trusted) {
 
 }  // namespace
 
-ProofCheck check_proof(const json& proof, const TrustedRun& trusted) {
+ProofCheck check_proof(const json& proof, const TrustedRun& trusted, uint64_t* walk_budget) {
   try {
-    return check(proof, trusted);
+    return check(proof, trusted, walk_budget);
   } catch (const Invalid& e) {
     return {false, "", e.reason, 0, false};
   } catch (const std::exception& e) {

@@ -141,6 +141,13 @@ struct ProofCheck {
 // Checks a proof against what the checker trusts, and nothing else: every fact in it is bound to
 // the root, the genesis or the trainer's signature, and the verdict and occurrences are
 // recomputed from them. Never throws for a malformed proof: it fails.
-ProofCheck check_proof(const nlohmann::json& proof, const TrustedRun& trusted);
+// `walk_budget`, when given, is what the checker still spends on walking the schedule (samples
+// × epochs) across a file of proofs: each proof takes its walk from it, and one that needs more
+// than is left is invalid (else a file of many proofs, each within its own bound, could hold
+// the checker for hours).
+ProofCheck check_proof(const nlohmann::json& proof, const TrustedRun& trusted,
+                       uint64_t* walk_budget = nullptr);
+// The walk budget `wit query --check-proof` gives one file: ten proofs at their own bound.
+constexpr uint64_t kProofFileWalkBudget = 1'000'000'000;
 
 }  // namespace wit::witness

@@ -101,8 +101,9 @@ int check_proof_file(const QueryOptions& o) {
   }
   std::set<std::string> answered;
   int failed = 0;
+  uint64_t walk_budget = witness::kProofFileWalkBudget;
   for (size_t i = 0; i < proofs.size(); ++i) {
-    const witness::ProofCheck c = witness::check_proof(proofs[i], trusted);
+    const witness::ProofCheck c = witness::check_proof(proofs[i], trusted, &walk_budget);
     const std::string doc = proofs[i].is_object() && proofs[i].contains("document_sha256") &&
                                     proofs[i]["document_sha256"].is_string()
                                 ? proofs[i]["document_sha256"].get<std::string>()

@@ -243,6 +243,12 @@ TEST(Query, DocumentsSpanningTooManySamplesGetNoAnswer) {
   nlohmann::json p = one_step.proof(one_step.query_id(0));
   const TrustedRun trusted{m.root, one_step.run().meta.genesis(), std::nullopt};
   ASSERT_TRUE(check_proof(p, trusted).ok) << check_proof(p, trusted).reason;
+  // A file of proofs shares one walk budget: each proof takes its walk (here 200,000 samples
+  // × 1 epoch), and one that needs more than is left is invalid.
+  uint64_t budget = 300'000;
+  EXPECT_TRUE(check_proof(p, trusted, &budget).ok);
+  EXPECT_EQ(budget, 100'000u);
+  EXPECT_TRUE(contains(check_proof(p, trusted, &budget).reason, "took the checker's budget for one file"));
   p["signed_head"] = whole_run.proof(whole_run.query_id(2))["signed_head"];
   EXPECT_TRUE(contains(check_proof(p, trusted).reason,
                        "the document's copies span 200200000 samples × epochs of the schedule; a "

@@ -158,8 +158,13 @@ std::string describe(const witness::Answer& a, const witness::RunFacts& run) {
     case Verdict::NotReached:
       return fmt::format(
           "document {} (train): none of its samples came before the run's end "
-          "(after {} steps)",
-          ids, run.steps);
+          "(after {} steps{})",
+          ids, run.steps,
+          run.steps < run.total_steps
+              ? fmt::format(" of the {} its config plans: the signed log ends there, so a later "
+                            "resume may still train on it",
+                            run.total_steps)
+              : "");
     case Verdict::NotInDataset:
       return "no document of the run's dataset has this content";
     case Verdict::Empty:
@@ -168,7 +173,7 @@ std::string describe(const witness::Answer& a, const witness::RunFacts& run) {
   return "";
 }
 
-json answer_json(const witness::Answer& a) {
+json answer_json(const witness::Answer& a, const witness::RunFacts& run) {
   json occ = json::array();
   for (auto& o : a.occurrences)
     occ.push_back({{"document_id", o.document_id},
@@ -182,6 +187,9 @@ json answer_json(const witness::Answer& a) {
           {"sha256", to_hex(a.sha256)},
           {"verdict", witness::verdict_name(a.verdict)},
           {"document_ids", a.document_ids},
+          // Where the answer ends: the signed steps, and whether they are all the config plans.
+          {"steps", run.steps},
+          {"complete", run.steps >= run.total_steps},
           {"split", a.split},
           {"occurrences", occ}};
 }
@@ -233,7 +241,7 @@ int query(const QueryOptions& o) {
     ++answered;
     included += a.verdict == witness::Verdict::Included;
     if (o.json)
-      fmt::print("{}\n", answer_json(a).dump());
+      fmt::print("{}\n", answer_json(a, index.run()).dump());
     else if (o.split.empty())
       fmt::print("{:<14} {}  sha256 {}…: {}\n", witness::verdict_name(a.verdict), a.label,
                  to_hex(a.sha256).substr(0, 16), describe(a, index.run()));

@@ -23,6 +23,9 @@ signed_head() { "$wit" inspect "$1" --json | /usr/bin/python3 -c 'import json,sy
 # A proof made half-way, before the run went on: valid for that head only.
 first_doc=$(ls "$work"/corpus/*.txt | head -1)
 "$wit" query "$work/run" --doc "$first_doc" --proof "$work/early.json" >/dev/null || fail "query half-way"
+# Half-way, the answers say where they end: 30 of the 60 steps planned.
+"$wit" query "$work/run" --doc "$first_doc" --json | grep -q '"complete":false.*"steps":30\|"steps":30.*"complete":false' ||
+  fail "a half-way answer does not say it ends early"
 early_head=$(signed_head "$work/run")
 "$wit" train --resume "$work/run" -q >/dev/null || fail "resume"
 root=$("$wit" inspect "$work/run" --json | sed -n 's/^  "manifest_root": "\([0-9a-f]*\)",$/\1/p')

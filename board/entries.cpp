@@ -308,9 +308,12 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
       db.exec("INSERT INTO board_trajectories (digest, entry, first_step) VALUES ($1, $2, $3)",
               {to_hex(digest), id, first});
     q.record(id, facts, audit);
-    // Its files are an entry's now: no participant's upload quota counts them any more.
+    // Its files are an entry's now: no participant's upload quota counts them any more. Their
+    // rows are expired at once, so the next sweep (board/site.cpp) drops them and any spare
+    // unfinished bytes of them a participant still holds, and never the files themselves.
     for (const auto& [name, sha] : s.files)
-      db.exec("DELETE FROM board_uploads WHERE sha256 = $1", {sha});
+      db.exec("UPDATE board_uploads SET began = $2 WHERE sha256 = $1",
+              {sha, std::string("1970-01-01T00:00:00Z")});
   });
   // Drawn only now that the entry is committed: nothing it holds can steer the draws.
   q.schedule(id);

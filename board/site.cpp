@@ -106,7 +106,7 @@ std::shared_ptr<std::mutex> Site::upload_lock(const Digest& sha) const {
 }
 
 std::optional<Response> Site::charge_upload(const std::string& who, const std::string& hex,
-                                            uint64_t size) const {
+                                            uint64_t size, bool published) const {
   uint64_t open = 0, unused = 0;  // bytes: unfinished; finished or not, in no entry
   int64_t open_count = 0, unused_count = 0;
   bool mine = false;
@@ -129,10 +129,10 @@ std::optional<Response> Site::charge_upload(const std::string& who, const std::s
     ++open_count;
   }
   const int64_t days = v_.upload_expiry_s / 86400;
-  if (!mine && open_count >= v_.max_open_uploads)
+  if (!published && !mine && open_count >= v_.max_open_uploads)
     return api_error(413, fmt::format("you have {} unfinished uploads, this board's limit per participant: finish one first (one unfinished for {} days is dropped)",
                                       open_count, days));
-  if (open + size > v_.upload_quota)
+  if (!published && open + size > v_.upload_quota)
     return api_error(413, fmt::format("your unfinished uploads would hold {} bytes, over this board's quota of {} per participant: finish one first (one unfinished for {} days is dropped)",
                                       open + size, v_.upload_quota, days));
   if (!mine && unused_count >= v_.max_unused_files)
@@ -144,6 +144,9 @@ std::optional<Response> Site::charge_upload(const std::string& who, const std::s
   if (!mine)
     db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
              {hex, who, int64_t(size), utc_now()});
+  else if (published)  // announced again: it stays 7 days from now, still charged to this one
+    db_.exec("UPDATE board_uploads SET began = $3 WHERE sha256 = $1 AND participant = $2",
+             {hex, who, utc_now()});
   return std::nullopt;
 }
 
@@ -184,11 +187,12 @@ Response Site::file(const Request& r, const std::string& path) const {
         std::lock_guard<std::mutex> db_lock(db_mutex_);
         expire_uploads(hex);
         if (!files_.has(sha)) {
-          if (auto refused = charge_upload(me->id, hex, *size)) return *refused;
+          if (auto refused = charge_upload(me->id, hex, *size, false)) return *refused;
         } else if (!used_by_an_entry(db_, hex)) {
-          // Another's finished file this participant means to use: it stays while either holds it.
-          db_.exec("INSERT INTO board_uploads (sha256, participant, size, began) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                   {hex, me->id, int64_t(files_.announced_size(sha)), utc_now()});
+          // A finished file this participant means to use (its own, or another's): it stays
+          // while anyone's announcement holds it, charged to each that does.
+          if (auto refused = charge_upload(me->id, hex, files_.announced_size(sha), true))
+            return *refused;
         }
       }
       const uint64_t at = files_.begin(sha, *size, me->id);

@@ -122,10 +122,10 @@ class Site {
 
   // One lock per upload being written: one upload's final hashing never holds up another.
   std::shared_ptr<std::mutex> upload_lock(const Digest& sha) const;
-  // Under db_mutex_: what a participant's announcement of a file it does not hold yet would
-  // leave it holding of the board's disk; an error response when over a limit.
+  // Under db_mutex_: charges a participant's announcement of a file (unfinished, or `published`
+  // and in no entry yet) to its quotas; an error response when over a limit.
   std::optional<Response> charge_upload(const std::string& who, const std::string& hex,
-                                        uint64_t size) const;
+                                        uint64_t size, bool published) const;
   // Under db_mutex_: uploads past their expiry end (all but `current`, whose lock the caller
   // holds); their unfinished bytes go, and a finished file no entry uses and no upload holds
   // leaves the store.

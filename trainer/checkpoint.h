@@ -54,8 +54,9 @@ Checkpoint load_checkpoint_weights(const std::filesystem::path& file);
 // Elements [begin, begin+count) of params, m and v (count may run past P: zero-filled), from one
 // open of the file. Version 3: every leaf the range touches is read and checked against the leaf
 // table, itself checked against the state hash, so only bytes the hash covers are loaded. A
-// version-2 file has no table: pair it with verify_checkpoint on one rank. With `expected`, the
-// file's state hash must be it (a file checked earlier and replaced since is refused).
+// version-2 file has no table: with `expected` its whole payload is hashed in this open, and
+// without, nothing is checked. With `expected`, the file's state hash must be it (a file checked
+// earlier and replaced since is refused).
 Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begin, int64_t count,
                                  const Digest* expected = nullptr);
 

@@ -276,12 +276,9 @@ class FsdpLayout final : public Layout {
     opt_ = OptimizerState::zeros(shard_size_, options());
   }
   void load(const std::filesystem::path& file, const Digest& expected) override {
-    // Version 3: each rank checks the leaves it reads against the leaf table and the state hash
-    // it expects. Version 2 has no table: one rank streams the whole file's hash first.
-    dist::agree_on_errors(comm_, [&] {
-      if (comm_.is_root() && read_checkpoint_info(file).version == 2)
-        verify_checkpoint(file, &expected);
-    });
+    // Each rank checks what it loads against the state hash it expects, in its own open: the
+    // leaves it reads against the leaf table (version 3), or the whole payload (version 2, which
+    // has no table).
     Checkpoint c;
     dist::agree_on_errors(comm_, [&] {
       c = load_checkpoint_range(file, begin_, shard_size_, &expected);

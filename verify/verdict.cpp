@@ -140,7 +140,7 @@ nlohmann::json Verification::certificate() const {
   c["checkpoints"] = checkpoints_statement();
   // How the dataset's records name documents, as every record was checked to: a query or a
   // proof's checker hashes a document this way (its manifest's label is not in the layout
-  // digest unless it is gpt2), and how many trained tokens no text query can find.
+  // digest unless it is gpt2), and how many tokens (of either split) no text query can find.
   if (dataset_)
     c["dataset"] = {{"tokenizer", dataset_->manifest().tokenizer},
                     {"tokens_in_no_document", out_.tokens_in_no_document}};

@@ -125,8 +125,8 @@ struct VerifyReport {
   uint64_t segments = 0, steps = 0;
   std::string challenge_source;  // where the draws' randomness came from, for people
   Digest model_sha256{};         // of the published model.safetensors
-  // Trained tokens in a record that begins mid-document (an llm.c split's first): no text
-  // query finds them.
+  // Tokens of either split in a record that begins mid-document (an llm.c split's first): no
+  // text query finds them.
   uint64_t tokens_in_no_document = 0;
   std::optional<Digest> probe_state;  // with probe_after_step, once the replay reached it
   int world = 1;                 // processes that replayed

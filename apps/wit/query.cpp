@@ -2,10 +2,12 @@
 #include "apps/wit/verify.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <vector>
 #include <memory>
 #include <map>
 
@@ -89,18 +91,24 @@ int check_proof_file(const QueryOptions& o) {
         c["dataset"]["tokenizer"].is_string())
       tokenizer = c["dataset"]["tokenizer"].get<std::string>();
   }
-  std::map<std::string, std::string> asked;  // hex hash -> "FILE (as text)"
+  std::map<std::string, std::vector<std::string>> asked;  // hex hash -> files with it
+  std::map<std::string, std::string> how;                 // hex hash -> "as text" or "as llm.c tokens"
   std::unique_ptr<data::Gpt2Tokenizer> gpt2;
   for (const auto& f : o.docs) {
     const std::string raw = read_text_file(f);
-    if (tokenizer != "external") asked[to_hex(witness::document_sha256(raw))] = f.string() + " (hashed as text)";
+    auto ask = [&](const Digest& d, const char* way) {
+      asked[to_hex(d)].push_back(f.string());
+      how[to_hex(d)] = way;
+    };
+    if (tokenizer != "external") ask(witness::document_sha256(raw), "hashed as text");
     if (tokenizer == "byte" || tokenizer == "gpt2") continue;
     if (!gpt2 && (tokenizer == "external" || fs::exists(data::gpt2_vocab_dir({}) / "gpt2.tiktoken")))
       gpt2 = data::Gpt2Tokenizer::load(data::gpt2_vocab_dir({}));
-    if (gpt2) asked[to_hex(witness::llmc_document_sha256(raw, *gpt2))] = f.string() + " (as llm.c tokens)";
+    if (gpt2) ask(witness::llmc_document_sha256(raw, *gpt2), "as llm.c tokens");
   }
   std::set<std::string> answered;
   int failed = 0;
+  size_t valid = 0;
   uint64_t walk_budget = witness::kProofFileWalkBudget;
   for (size_t i = 0; i < proofs.size(); ++i) {
     const witness::ProofCheck c = witness::check_proof(proofs[i], trusted, &walk_budget);
@@ -115,8 +123,11 @@ int check_proof_file(const QueryOptions& o) {
       fmt::print("INVALID  proof {} (document {}): valid, but about none of the documents given "
                  "with --doc\n", i, doc);
     } else {
-      fmt::print("valid    {} {}: {}\n", of == asked.end() ? doc : of->second, c.verdict, c.reason);
-      if (of != asked.end()) answered.insert(of->second.substr(0, of->second.rfind(" (")));
+      const std::string names =
+          of == asked.end() ? doc : fmt::format("{} ({})", fmt::join(of->second, ", "), how[doc]);
+      fmt::print("valid    {} {}: {}\n", names, c.verdict, c.reason);
+      if (of != asked.end()) answered.insert(of->second.begin(), of->second.end());
+      ++valid;
     }
     failed += !c.ok || (!o.docs.empty() && of == asked.end());
   }
@@ -126,7 +137,7 @@ int check_proof_file(const QueryOptions& o) {
       ++failed;
     }
   if (proofs.size() > 1)
-    fmt::print("{} of {} proofs valid for run {}\n", proofs.size() - size_t(failed), proofs.size(),
+    fmt::print("{} of {} proofs valid for run {}\n", valid, proofs.size(),
                to_hex(trusted.genesis).substr(0, 16));
   return failed ? 1 : 0;
 }
@@ -230,9 +241,9 @@ int query(const QueryOptions& o) {
          data_dir.string(), data::kManifestFile);
   const witness::DataIndex index(data::read_manifest(manifest_file),
                                  witness::RunFacts::from_log(log, report), data_dir.string());
-  // Only now, with the manifest bound to the run: its tokenizer label, which decides how text
-  // is hashed, against its first records.
-  data::Dataset::open(data_dir).check_tokenizer_label();
+  // Only now, with the manifest bound to the run, and only for text: its tokenizer label, which
+  // decides how text is hashed, against its first records (from the shards).
+  if (!o.docs.empty() || !o.jsonl.empty()) data::Dataset::open(data_dir).check_tokenizer_label();
   const data::Manifest& manifest = index.manifest();
 
   json proofs = json::array();

@@ -407,6 +407,16 @@ TEST_F(QuotaTest, FinishedFilesNoEntryUsesCountUntilTheyExpire) {
   EXPECT_EQ(res.result_int(), 413);
   EXPECT_TRUE(contains(nlohmann::json::parse(res.body())["error"], "you have 4 uploaded files no entry uses yet"))
       << res.body();
+
+  // Announcing a finished file again keeps it 7 days from then; left alone, it goes.
+  const std::string h3 = to_hex(sha256(f3));
+  db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1", {h3});
+  EXPECT_EQ(begin(f3, token_).result_int(), 200);
+  EXPECT_EQ(begin("7", token_).result_int(), 413);  // f3 is still held: 4 files
+  EXPECT_TRUE(files_->has(sha256(f3)));
+  db_->exec("UPDATE board_uploads SET began = '2000-01-01T00:00:00Z' WHERE sha256 = $1", {h3});
+  EXPECT_EQ(begin("7", token_).result_int(), 200);
+  EXPECT_FALSE(files_->has(sha256(f3)));
 }
 
 // An upload whose bytes failed their hash may be announced again with another size: the quota

@@ -463,6 +463,13 @@ TEST(Checkpoint, Version2FilesStillLoad) {
   EXPECT_TRUE(torch::equal(load_checkpoint_weights(old).params, good.params));
   EXPECT_EQ(verify_checkpoint_leaves(old, {0}), fs::file_size(old));  // read whole
   EXPECT_EQ(parse_checkpoint(v2, "v2").state_hash, d);
+  // A rank's range (fsdp) of a version-2 file: the whole payload is hashed in the same open.
+  const Checkpoint r = load_checkpoint_range(old, 5, 7, &d);
+  EXPECT_TRUE(torch::equal(r.m, good.m.narrow(0, 5, 7)));
+  v2[64 + 12 * size_t(n) - 3] ^= 1;  // a byte of v, far from the range
+  write_file_atomic(old, v2);
+  EXPECT_THROW(load_checkpoint_range(old, 5, 7, &d), Error);
+  v2[64 + 12 * size_t(n) - 3] ^= 1;
   v2[64 + 5] ^= 1;
   write_file_atomic(old, v2);
   EXPECT_THROW(verify_checkpoint_leaves(old, {0}), Error);

@@ -61,6 +61,9 @@ grep -q "^not-in-dataset" <<<"$("$wit" query "$work/run" --doc "$work/stranger.t
 # A proof is about the hash it names: with --doc, it must be the asker's document's.
 "$wit" query --check-proof "$work/inc.json" "${run_id[@]}" --doc "$inc" | grep -q "^valid    $inc (hashed as text) included" ||
   fail "the inclusion proof is not about its document"
+cp "$inc" "$work/same.txt"  # two files, one content: one proof is about both
+"$wit" query --check-proof "$work/inc.json" "${run_id[@]}" --doc "$inc" --doc "$work/same.txt" >/dev/null ||
+  fail "a proof about two files of the same content"
 out=$("$wit" query --check-proof "$work/out.json" "${run_id[@]}" --doc "$inc") && fail "a proof of another document passed for $inc"
 grep -q "about none of the documents given with --doc" <<<"$out" || fail "the other document's proof is not named: $out"
 grep -q "^MISSING  $inc: no proof" <<<"$out" || fail "the missing proof is not named: $out"

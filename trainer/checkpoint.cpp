@@ -166,18 +166,7 @@ Checkpoint load_checkpoint_range(const std::filesystem::path& file, int64_t begi
   if (table.empty() && expected) {
     // Version 2 has no table: its one hash covers the whole payload, so this open streams it
     // all (a check in another open would not hold for this one's bytes).
-    StateHasher h(l.info.genesis, l.info.step, n, l.info.version);
-    std::vector<char> buf(size_t(1) << 24);
-    in.clear();
-    in.seekg(std::streamoff(l.payload));
-    for (uint64_t left = total; left > 0;) {
-      const size_t k = size_t(std::min<uint64_t>(left, buf.size()));
-      in.read(buf.data(), std::streamsize(k));
-      if (!in) fail("{}: truncated checkpoint payload", file.string());
-      h.update(buf.data(), k);
-      left -= k;
-    }
-    if (h.finish() != l.info.state_hash)
+    if (hash_payload(in, l, file).finish() != l.info.state_hash)
       fail("{}: checkpoint contents do not match their recorded SHA-256 (corrupt)", file.string());
   }
   return c;

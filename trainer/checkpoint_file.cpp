@@ -289,6 +289,22 @@ std::vector<Digest> read_leaf_table(std::ifstream& in, const CheckpointLayout& l
   return table;
 }
 
+StateHasher hash_payload(std::ifstream& in, const CheckpointLayout& l,
+                         const std::filesystem::path& file) {
+  in.clear();
+  in.seekg(std::streamoff(l.payload));
+  StateHasher h(l.info.genesis, l.info.step, l.info.num_params, l.info.version);
+  std::vector<char> buf(size_t(1) << 24);
+  for (uint64_t left = 3 * uint64_t(l.info.num_params) * 4; left > 0;) {
+    const size_t n = size_t(std::min<uint64_t>(left, buf.size()));
+    in.read(buf.data(), std::streamsize(n));
+    if (!in) fail("{}: truncated checkpoint payload", file.string());
+    h.update(buf.data(), n);
+    left -= n;
+  }
+  return h;
+}
+
 void require_state(const CheckpointInfo& info, const std::filesystem::path& file,
                    const Digest* expected) {
   if (expected && info.state_hash != *expected)
@@ -300,17 +316,7 @@ void verify_checkpoint(const std::filesystem::path& file, const Digest* expected
   std::ifstream in = open_checkpoint(file);
   CheckpointLayout l = read_checkpoint_layout(in, file);
   require_state(l.info, file, expected);
-  in.seekg(std::streamoff(l.payload));
-  StateHasher h(l.info.genesis, l.info.step, l.info.num_params, l.info.version);
-  std::vector<char> buf(size_t(1) << 24);
-  uint64_t left = 3 * uint64_t(l.info.num_params) * 4;
-  while (left > 0) {
-    const size_t n = size_t(std::min<uint64_t>(left, buf.size()));
-    in.read(buf.data(), std::streamsize(n));
-    if (!in) fail("{}: truncated checkpoint payload", file.string());
-    h.update(buf.data(), n);
-    left -= n;
-  }
+  StateHasher h = hash_payload(in, l, file);
   if (h.finish() != l.info.state_hash)
     fail("{}: checkpoint contents do not match their recorded SHA-256 (corrupt)", file.string());
   if (l.info.version == 3) {

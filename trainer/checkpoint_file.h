@@ -110,6 +110,10 @@ CheckpointLayout read_checkpoint_layout(std::ifstream& in, const std::filesystem
 std::ifstream open_checkpoint(const std::filesystem::path& file);
 // Header and hash only (cheap): the claimed step, size, run and state hash, not yet checked.
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& file);
+// The whole payload of an open checkpoint streamed into a StateHasher, not yet finished (its
+// leaves, for version 3, come after finish()).
+StateHasher hash_payload(std::ifstream& in, const CheckpointLayout& l,
+                         const std::filesystem::path& file);
 // Throws naming the file unless its state hash is `expected` (nothing when null): a caller
 // that checked a file's header against a committed hash passes it to each later read, which
 // checks it in its own open, so a file replaced in between is refused.

@@ -24,4 +24,13 @@ std::string random_hex(size_t bytes) {
   return to_hex(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
 }
 
+Digest random_key() { return digest_from_hex(random_hex(32), "random key"); }
+
+double random_unit() {
+  const Digest k = random_key();
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | k[size_t(i)];
+  return double(v >> 11) * 0x1.0p-53;
+}
+
 }  // namespace wit::board

@@ -86,29 +86,31 @@ endif()
 message(STATUS "wit: NCCL backend built (CUDA ${CUDAToolkit_VERSION}, NCCL ${_wit_nccl_version}, "
                "GPU architectures ${_wit_archs})")
 
+# A library with CUDA sources: the project's compile options (-Wall -Wextra -ffp-contract=off)
+# are gcc's, so nvcc passes them to its host compiler (-Xcompiler); device code does the CPU's
+# IEEE arithmetic: no multiply-add contraction (the device side of -ffp-contract=off), no flush of
+# subnormals to zero, correctly rounded division and square root; one shared CUDA runtime in the
+# process (the one CUDA::cudart and a CUDA libtorch use), not nvcc's default static copy.
+function(wit_cuda_target target)
+  set_target_properties(${target} PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared)
+  get_target_property(_options ${target} COMPILE_OPTIONS)
+  if(_options)
+    set(_wrapped "")
+    foreach(_option IN LISTS _options)
+      list(APPEND _wrapped "$<IF:$<COMPILE_LANGUAGE:CUDA>,-Xcompiler=${_option},${_option}>")
+    endforeach()
+    set_target_properties(${target} PROPERTIES COMPILE_OPTIONS "${_wrapped}")
+  endif()
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --ftz=false --prec-div=true --prec-sqrt=true>)
+endfunction()
+
 add_library(wit_dist_nccl STATIC cuda_check.cpp device_add.cu nccl_communicator.cpp)
 add_library(wit::dist_nccl ALIAS wit_dist_nccl)
 target_include_directories(wit_dist_nccl PUBLIC ${WIT_NCCL_INCLUDE_DIR})
 # cuda_check.h, for GPU code elsewhere, needs the CUDA and NCCL headers: both are public.
 target_link_libraries(wit_dist_nccl PUBLIC wit_dist CUDA::cudart ${WIT_NCCL_LIBRARY})
 target_compile_definitions(wit_dist_nccl PUBLIC WIT_HAVE_NCCL=1)
-# One shared CUDA runtime in the process (the one CUDA::cudart and a CUDA libtorch use), not
-# nvcc's default static copy beside it.
-set_target_properties(wit_dist_nccl PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared)
-
-# The project's compile options (-Wall -Wextra -ffp-contract=off) are gcc's: nvcc takes them for
-# its host compiler, through -Xcompiler.
-get_target_property(_wit_options wit_dist_nccl COMPILE_OPTIONS)
-if(_wit_options)
-  set(_wit_wrapped "")
-  foreach(_wit_option IN LISTS _wit_options)
-    list(APPEND _wit_wrapped "$<IF:$<COMPILE_LANGUAGE:CUDA>,-Xcompiler=${_wit_option},${_wit_option}>")
-  endforeach()
-  set_target_properties(wit_dist_nccl PROPERTIES COMPILE_OPTIONS "${_wit_wrapped}")
-endif()
-# Device code does the CPU's IEEE arithmetic: no multiply-add contraction (the device side of
-# -ffp-contract=off), no flush of subnormals to zero, correctly rounded division and square root.
-target_compile_options(wit_dist_nccl PRIVATE
-  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --ftz=false --prec-div=true --prec-sqrt=true>)
+wit_cuda_target(wit_dist_nccl)
 
 set(WIT_HAVE_NCCL ON CACHE INTERNAL "wit_dist_nccl is built")

@@ -17,6 +17,9 @@ struct GPTConfig {
   // "math": softmax(QK^T/sqrt(d))V written out; "flash": scaled-dot-product attention's flash
   // kernel (libtorch 2.x, CUDA). Resolved before training (never "auto" here).
   std::string attention = "math";
+  // The training loss's kernels: "ops" (log-softmax and NLL as ATen operations) or "fused"
+  // (trainer/model/cross_entropy.h; CUDA only).
+  std::string cross_entropy = "ops";
 };
 
 }  // namespace wit::model

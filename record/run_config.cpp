@@ -24,6 +24,12 @@ const config::Schema& run_schema() {
                  "train.precision=bf16 and model.dropout=0), auto (flash where it can run, else "
                  "math). Committed as resolved",
                  {"auto", "math", "flash"});
+    s.add_string("model", "cross_entropy", "ops",
+                 "the training loss's kernels: ops (log-softmax and negative log-likelihood as "
+                 "libtorch operations, every device), fused (one pass over the logits forward and "
+                 "one backward, in the logits' own precision: no fp32 copy of bf16 logits; CUDA "
+                 "only). Committed when fused",
+                 {"ops", "fused"});
 
     s.add_string("model", "init_from", "",
                  "start from these weights instead of a random initialisation: a Hugging Face "
@@ -140,6 +146,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.context = c.get_int("model.context");
   r.model.dropout = c.get_float("model.dropout");
   r.model.attention = c.get_string("model.attention");
+  r.model.cross_entropy = c.get_string("model.cross_entropy");
   r.init.from = c.get_string("model.init_from");
   r.init.sha256 = c.get_string("model.init_sha256");
   check_sha256_hex("model.init_sha256", r.init.sha256);
@@ -210,6 +217,8 @@ std::string committed_yaml(const config::Config& c) {
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
+  // The ATen cross-entropy is what every run before the key trained with.
+  if (c.get_string("model.cross_entropy") == "ops") exclude.push_back("model.cross_entropy");
   // The cosine schedule is what the keys left out mean (every run before them had it); the decay
   // fraction is part of the trajectory only under wsd.
   if (c.get_string("optim.schedule") == "cosine") exclude.push_back("optim.schedule");

@@ -10,6 +10,7 @@
 #include "trainer/cpu_numerics.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
+#include "trainer/model/cross_entropy.h"
 
 #ifdef WIT_TORCH_CUDA
 #include <ATen/autocast_mode.h>
@@ -84,6 +85,17 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
   if (attention == "flash" && !why_not.empty()) fail("model.attention = flash: {}", why_not);
   c.attention = attention == "auto" ? (why_not.empty() ? "flash" : "math") : attention;
   cfg.set("model.attention", c.attention, "model.attention = auto, resolved");
+
+  // The fused cross-entropy: CUDA kernels (the CPU form exists for tests, not for training).
+  c.cross_entropy = cfg.get_string("model.cross_entropy");
+  if (c.cross_entropy == "fused" && !c.is_cuda())
+    fail(
+        "model.cross_entropy = fused: its kernels run on CUDA only, and this run computes on the "
+        "CPU (set model.cross_entropy=ops)");
+  if (c.cross_entropy == "fused" && !model::fused_cross_entropy_has_cuda())
+    fail(
+        "model.cross_entropy = fused: this wit was built without its CUDA kernels (the CUDA path "
+        "needs nvcc and NCCL at configure time; docs/gpu.md)");
 #ifdef WIT_TORCH_CUDA
   if (c.attention == "flash") {
     // The flash backend alone: another backend's kernel would be another trajectory.
@@ -111,16 +123,23 @@ nlohmann::json device_facts(const Compute& c) {
   cublasGetProperty(MINOR_VERSION, &cublas_minor);
   cublasGetProperty(PATCH_LEVEL, &cublas_patch);
   auto v = [](int x) { return fmt::format("{}.{}", x / 1000, (x % 1000) / 10); };
-  return {{"device", "cuda"},
-          {"gpu", p->name},
-          {"sm_count", p->multiProcessorCount},
-          {"compute_capability", fmt::format("{}.{}", p->major, p->minor)},
-          {"driver", v(driver)},
-          {"cuda", v(runtime)},
-          {"cublas", fmt::format("{}.{}.{}", cublas_major, cublas_minor, cublas_patch)},
-          {"cudnn", at::detail::getCUDAHooks().versionCuDNN()},
-          {"precision", c.bf16 ? "bf16" : "fp32"},
-          {"attention", c.attention}};
+  nlohmann::json f = {{"device", "cuda"},
+                      {"gpu", p->name},
+                      {"sm_count", p->multiProcessorCount},
+                      {"compute_capability", fmt::format("{}.{}", p->major, p->minor)},
+                      {"driver", v(driver)},
+                      {"cuda", v(runtime)},
+                      {"cublas", fmt::format("{}.{}.{}", cublas_major, cublas_minor, cublas_patch)},
+                      {"cudnn", at::detail::getCUDAHooks().versionCuDNN()},
+                      {"precision", c.bf16 ? "bf16" : "fp32"},
+                      {"attention", c.attention}};
+  // wit's own kernels are compiled with wit: their compiler is a fact of the bits (only where a
+  // run uses them, so the facts of every other run stay as they were).
+  if (c.cross_entropy == "fused") {
+    f["cross_entropy"] = c.cross_entropy;
+    f["kernels_compiler"] = model::fused_cross_entropy_compiler();
+  }
+  return f;
 #else
   return {{"device", "cuda"}};
 #endif
@@ -131,7 +150,8 @@ namespace {
 // The facts that decide a GPU's bits: the model and every library on the path.
 nlohmann::json numerics_facts(nlohmann::json facts) {
   nlohmann::json out;
-  for (const char* k : {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch"})
+  for (const char* k :
+       {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch", "kernels_compiler"})
     if (facts.contains(k)) out[k] = facts[k];
   return out;
 }
@@ -143,8 +163,10 @@ std::string describe(const nlohmann::json& f) {
     if (!f.contains(k)) return std::string("?");
     return f[k].is_string() ? f[k].get<std::string>() : f[k].dump();
   };
-  return fmt::format("{} ({} SMs), CUDA {}, cuBLAS {}, cuDNN {}, libtorch {}", v("gpu"),
-                     v("sm_count"), v("cuda"), v("cublas"), v("cudnn"), v("libtorch"));
+  const std::string kernels =
+      f.contains("kernels_compiler") ? ", wit's kernels built by " + v("kernels_compiler") : "";
+  return fmt::format("{} ({} SMs), CUDA {}, cuBLAS {}, cuDNN {}, libtorch {}{}", v("gpu"),
+                     v("sm_count"), v("cuda"), v("cublas"), v("cudnn"), v("libtorch"), kernels);
 }
 
 // The numerics facts of a session's compute (the empty object for the CPU).
@@ -206,6 +228,8 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
                        int world_size, std::string* note) {
   Compute cpu;
   cpu.attention = rc.model.attention;
+  // The fused cross-entropy's CPU form is for tests: a CPU replay computes the loss with ATen.
+  cpu.cross_entropy = "ops";
   // The sessions that trained on a GPU, and what decided their numerics.
   nlohmann::json ran_on = nlohmann::json::object();
   const auto sessions = parse_untrusted_json(sessions_json);
@@ -213,6 +237,15 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
     for (const auto& s : sessions)
       if (!session_facts(s).empty()) ran_on = session_facts(s);
   if (ran_on.empty()) {
+    // wit trains with the fused cross-entropy on CUDA only: a CPU run that commits it is not
+    // one wit trained, and no exact replay of it is defined.
+    if (rc.model.cross_entropy == "fused") {
+      const std::string why =
+          "the run commits model.cross_entropy = fused, whose kernels run on CUDA only, but no "
+          "session of it trained on a GPU";
+      if (!tolerance) fail("{}: no exact replay is defined. Verify with --tolerance", why);
+      if (note) *note = why + "; replaying with the ATen cross-entropy, within the tolerance";
+    }
     // A CPU run: every session's numerics must be this verifier's (pinned, the same libtorch;
     // or native on the same CPU model), else the replay could differ without anyone lying.
     const auto here = cpu_key_here();
@@ -229,7 +262,8 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
               "numerics the run used (WIT_CPU_NUMERICS; docs/verify.md), or with --tolerance "
               "for a replay within stated distances",
               why);
-        if (note) *note = why + ": replaying within the tolerance";
+        if (note)
+          *note = (note->empty() ? "" : *note + "; ") + why + ": replaying within the tolerance";
         break;
       }
     return cpu;
@@ -237,28 +271,33 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
 
   nlohmann::json here = nlohmann::json::object();  // no GPU
   Compute gpu;
-  if (libtorch_has_cuda() && torch::cuda::is_available()) {
+  // A run that used the fused cross-entropy replays exactly only with its kernels.
+  const bool kernels = rc.model.cross_entropy != "fused" || model::fused_cross_entropy_has_cuda();
+  if (kernels && libtorch_has_cuda() && torch::cuda::is_available()) {
     config::Config c = config::Config::parse(
         "{}", "replay", run_schema(),
         {"train.device=cuda", "train.precision=" + rc.train.precision,
          "model.attention=" + rc.model.attention,
+         "model.cross_entropy=" + rc.model.cross_entropy,
          fmt::format("model.dropout={}", rc.model.dropout)});
     gpu = resolve_compute(c, world_size, /*quiet=*/true);
     here = facts_here(gpu);
   }
   if (here == ran_on) return gpu;
   const std::string why = fmt::format(
-      "the run trained on {}, and this verifier has {}", describe(ran_on), describe(here));
+      "the run trained on {}, and this verifier has {}{}", describe(ran_on), describe(here),
+      kernels ? "" : " (this wit was built without the fused cross-entropy's CUDA kernels)");
   if (!tolerance)
     fail(
         "{}: an exact replay needs the same GPU model and library versions. Verify on such a "
         "machine, or with --tolerance for a replay within stated distances (docs/verify.md)",
         why);
   if (note)
-    *note = fmt::format("{}: replaying on the CPU in fp32 with the math attention, within the "
-                        "tolerance",
+    *note = fmt::format("{}: replaying on the CPU in fp32 with the math attention and the ATen "
+                        "cross-entropy, within the tolerance",
                         why);
   cpu.attention = "math";
+  cpu.cross_entropy = "ops";
   return cpu;
 }
 

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "trainer/device_ops.h"
 #include "trainer/host_read.h"
+#include "trainer/model/cross_entropy.h"
 #include "trainer/tree_sum.h"
 
 namespace wit {
@@ -218,8 +219,8 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
     std::optional<model::Loss> loss;
     {
       AutocastScope autocast(L.compute());
-      loss = model::cross_entropy_mean(model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], emb[0]),
-                                       mb.y);
+      loss = model::training_loss(cfg, model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], emb[0]),
+                                  mb.y);
     }
     loss->objective.backward();
     token_losses = loss->token_losses;

@@ -184,20 +184,33 @@ TEST(Train, ActivationCheckpointingChangesNoBit) {
             read_text_file(recomputed.path / "model.safetensors"));
 }
 
+// configs/tiny.yaml on small_run's data with M micro-batches, and the plan over it: for calling
+// the step directly.
+struct TinyStepRun {
+  RunConfig rc;
+  data::Dataset dataset;
+  RunPlan plan;
+  explicit TinyStepRun(int64_t micro_batches)
+      : rc(run_config_from(config::Config::load(
+            fs::path(WIT_SOURCE_DIR) / "configs" / "tiny.yaml", run_schema(),
+            with(small_run(3), "train.micro_batches=" + std::to_string(micro_batches))))),
+        dataset(data::Dataset::open(rc.data.dir)),
+        plan(rc, dataset) {}
+  static std::vector<std::string> with(std::vector<std::string> sets, std::string set) {
+    sets.push_back(std::move(set));
+    return sets;
+  }
+};
+
 // A step reads values back to the host once, after its last micro-batch: on a GPU each read is
 // a wait for the device, and one inside the micro-batch loop would stall it M times a step.
 TEST(Step, ReadsTheHostOnceAfterItsMicroBatches) {
-  auto sets = small_run(3);
-  sets.push_back("train.micro_batches=4");
-  const auto cfg = config::Config::load(fs::path(WIT_SOURCE_DIR) / "configs" / "tiny.yaml",
-                                        run_schema(), sets);
-  const RunConfig rc = run_config_from(cfg);
-  const auto dataset = data::Dataset::open(rc.data.dir);
-  RunPlan plan(rc, dataset);
+  TinyStepRun run(4);
+  const RunConfig& rc = run.rc;
   auto single = dist::make_single_process();
   auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, *single);
   layout->init(init_seed(rc.train.seed));
-  StepContext ctx = plan.context();
+  StepContext ctx = run.plan.context();
   ctx.witness = true;
   train_step(*layout, ctx);  // first calls set things up
   static std::map<std::string, int> seen;
@@ -215,6 +228,33 @@ TEST(Step, ReadsTheHostOnceAfterItsMicroBatches) {
   EXPECT_EQ(seen["aten::_local_scalar_dense"], 0);  // no Tensor::item
   EXPECT_GT(seen["aten::mm"], 0);                   // the hooks saw the step
   EXPECT_TRUE(std::isfinite(rec.loss));
+}
+
+// The step with model.cross_entropy = fused (its CPU form; wit trains with it on CUDA only)
+// follows the ATen loss's trajectory to rounding: the loss's gradient reaches the head and the
+// tied embedding through the step's units as the ATen one's does.
+TEST(Step, TheFusedCrossEntropyFollowsTheAtenOnesTrajectory) {
+  TinyStepRun tiny(2);
+  const RunConfig& rc = tiny.rc;
+  auto single = dist::make_single_process();
+  auto run = [&](const std::string& loss) {
+    model::GPTConfig m = rc.model;
+    m.cross_entropy = loss;
+    auto layout = make_layout(rc.dist_mode, m, rc.train.micro_batches, *single);
+    layout->init(init_seed(rc.train.seed));
+    std::vector<std::pair<float, float>> out;  // (loss, gradient norm) per step
+    for (int i = 0; i < 3; ++i) {
+      const StepRecord rec = train_step(*layout, tiny.plan.context());
+      out.emplace_back(rec.loss, rec.grad_norm);
+    }
+    return out;
+  };
+  const auto aten = run("ops"), fused = run("fused");
+  for (size_t i = 0; i < aten.size(); ++i) {
+    EXPECT_NEAR(fused[i].first, aten[i].first, 1e-5 * aten[i].first) << "step " << i;
+    EXPECT_NEAR(fused[i].second, aten[i].second, 1e-4 * aten[i].second) << "step " << i;
+    EXPECT_NE(aten[i].second, 0.0f);
+  }
 }
 
 // A checkpoint written in the background, from a snapshot taken between steps, is the file the

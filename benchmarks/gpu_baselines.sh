@@ -3,6 +3,8 @@
 # PyTorch 2.x): launch/gpu-check first (build, device tests, 124M-shaped training with
 # witnessing on, verify CERTIFIED), then
 #   witness A/B     witnessing on vs off, paired, --pairs pairs (wit_bench_witness)
+#   fused CE        the same with model.cross_entropy=fused (its CUDA kernels, 3 pairs): the
+#                   witnessed step against the witness A/B's (not rehearsed: CUDA only)
 #   determinism     the plain step with torch's deterministic algorithms off, against on
 #   verify cost     replayed step time over trained step time, checkpoint load over a step
 #   reference       the same GPT in plain PyTorch (benchmarks/torch_reference.py), eager and
@@ -16,10 +18,11 @@
 #   scales          gpt2-350m, 774m, 1.5b and gpt-2b: tokens/s, MFU, witnessing parts as % of a
 #                   step, checkpoint write time, peak GPU memory
 # It prints the tables and writes everything to one JSON file (gpu-baselines.json in --out).
-# The parts run in the order of what they decide: gpu-check, the witness A/B, the reference and
-# the profiles, the 1.5B scale (its MFU), then the rest. The JSON and the table (table.md) are
-# rewritten after every part, so a run stopped early keeps what finished; no part starts once
-# --budget seconds have passed since the start (the skipped ones are listed).
+# The parts run in the order of what they decide: gpu-check, the witness A/B, the fused
+# cross-entropy, the reference and the profiles, the 1.5B scale (its MFU), then the rest. The
+# JSON and the table (table.md) are rewritten after every part, so a run stopped early keeps
+# what finished; no part starts once --budget seconds have passed since the start (the skipped
+# ones are listed).
 #
 # Usage: benchmarks/gpu_baselines.sh [--out DIR] [--pairs N] [--budget SECONDS] [--build DIR] [--rehearse]
 #   --budget S   start no part after S seconds (default 480: 8 minutes; none when rehearsing)
@@ -119,6 +122,8 @@ s["skipped"] = open(skipped).read().splitlines() if os.path.exists(skipped) else
 s["check"] = json.load(open(os.path.join(out, "check", "gpu-check.json")))
 ab = load("witness_ab.json")
 s["witness_ab"] = ab
+fused = load("fused_ce.json")
+s["fused_cross_entropy"] = fused
 nd = load("nondeterministic.json")
 s["reference"] = {mode: load(f"reference_{mode}.json") for mode in ("eager", "compile")}
 s["profile"] = load("profile_table.json")
@@ -153,10 +158,15 @@ c = s["check"]
 print(f"| {base} | tokens/s, MFU (witnessing on) | {fmt(c.get('tokens_per_s_median'), '{:.0f}')}, {fmt(100 * c['mfu_median'] if c.get('mfu_median') else None)} % | MFU >= 40 % |")
 if ab:
     print(f"| {base} | witnessing on vs off, {ab['pairs']} pairs | {100 * (ab['pair_ratio'] - 1):+.2f} % [{100 * (ab['pair_lo'] - 1):+.1f}, {100 * (ab['pair_hi'] - 1):+.1f}] | <= 1 % |")
+if ab and fused:
+    print(f"| {base} | witnessed step, fused cross-entropy vs ATen's (separate runs) | {fused['witnessed_s']:.3f} s vs {ab['witnessed_s']:.3f} s: {ab['witnessed_s'] / fused['witnessed_s']:.2f}x | report |")
 for mode, r in s["reference"].items():
     if r and ab:
         wit_tps = r["tokens_per_step"] / ab["witnessed_s"]
         print(f"| {base} | wit (witnessed) vs PyTorch {mode}: tokens/s | {wit_tps:.0f} vs {r['tokens_per_s']:.0f}: {wit_tps / r['tokens_per_s']:.2f}x | >= 1.0x compile |")
+        if fused:
+            wit_tps = r["tokens_per_step"] / fused["witnessed_s"]
+            print(f"| {base} | wit, fused cross-entropy, vs PyTorch {mode}: tokens/s | {wit_tps:.0f} vs {r['tokens_per_s']:.0f}: {wit_tps / r['tokens_per_s']:.2f}x | >= 1.0x compile |")
 if s["determinism"]:
     print(f"| {base} | deterministic algorithms on vs off | {100 * s['determinism']['cost']:+.1f} % | report |")
 if "verify" in s:
@@ -202,6 +212,17 @@ if part "witness A/B over $pairs pairs"; then
   "$bench" --data "$data" --config "$config" --name 124m --pairs "$pairs" "${compute[@]}" "${base[@]}" \
     >"$out/witness_ab.log" 2>&1 || { tail -3 "$out/witness_ab.log"; say "the witness A/B failed"; }
   grep '^json: ' "$out/witness_ab.log" | sed 's/^json: //' >"$results/witness_ab.json" || true
+  summarise
+fi
+
+# --- the fused cross-entropy against the ATen one (model.cross_entropy; CUDA only) ---------------
+if [ $rehearse = 1 ]; then
+  say "the fused cross-entropy is not rehearsed: its kernels run on CUDA only"
+elif part "fused cross-entropy (model.cross_entropy=fused), 3 pairs"; then
+  "$bench" --data "$data" --config "$config" --name 124m-fused --pairs 3 "${compute[@]}" "${base[@]}" \
+    --set model.cross_entropy=fused >"$out/fused_ce.log" 2>&1 ||
+    { tail -3 "$out/fused_ce.log"; say "the fused cross-entropy run failed"; }
+  grep '^json: ' "$out/fused_ce.log" | sed 's/^json: //' >"$results/fused_ce.json" || true
   summarise
 fi
 

@@ -7,12 +7,15 @@
 // them. Then the same for the step's arithmetic as a GPU runs it (trainer/device_ops.h: AdamW,
 // the gradient norm, the weight sketch), run here on CPU tensors of the step's sizes: the CPU
 // step calls plain loops instead; they are also timed on one CPU thread, which measures the
-// memory they move, not their GPU time. Work on the GPU step (fused kernels, CUDA graphs, no host
-// waits inside the step) shows here as smaller counts, with the same bits.
+// memory they move, not their GPU time. Last, the loss of one micro-batch's bf16 logits as a GPU
+// computes it, ATen's and the fused cross-entropy's, with the bytes of their kernels' operands.
+// Work on the GPU step (fused kernels, CUDA graphs, no host waits inside the step) shows here as
+// smaller counts, with the same bits.
 //
 //   build/benchmarks/wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]
 //   (default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences; the counts do
 //   not depend on the widths, only on the layers and micro-batches)
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 
@@ -28,6 +31,7 @@
 #include "benchmarks/bench_timing.h"
 #include "trainer/cpu_numerics.h"
 #include "trainer/device_ops.h"
+#include "trainer/model/cross_entropy.h"
 #include "trainer/runtime.h"
 #include "trainer/step.h"
 
@@ -40,6 +44,8 @@ namespace fs = std::filesystem;
 // kernel-shaped operation, which on a GPU launch a kernel each.
 struct Counts {
   std::mutex mu;
+  bool want_bytes = false;
+  int64_t bytes = 0;  // kernel-shaped operations' tensor operands, inputs and outputs, when wanted
   std::map<std::string, int64_t> all, top, kernels;
   std::map<std::string, std::map<std::string, int64_t>> callers;  // kernel -> its caller's name
 };
@@ -63,6 +69,36 @@ bool is_view_or_metadata(const std::string& name) {
 // them: not counted, and transparent to the nesting.
 bool is_step_part(const std::string& name) { return name.rfind("wit::step::", 0) == 0; }
 
+// wit's own kernels (wit::kernel::*, e.g. the fused cross-entropy's) are one launch each.
+bool is_kernel_shaped(const std::string& name) {
+  return (name.rfind("aten::", 0) == 0 && !is_view_or_metadata(name)) ||
+         name.rfind("wit::kernel::", 0) == 0;
+}
+
+int64_t tensor_bytes(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().defined() ? int64_t(v.toTensor().nbytes()) : 0;
+  int64_t n = 0;
+  if (v.isTensorList())
+    for (const at::Tensor& t : v.toTensorList().vec()) n += t.defined() ? int64_t(t.nbytes()) : 0;
+  return n;
+}
+
+// The bytes an operation's input (or output) tensors hold: what it reads and writes if it touches
+// each once. An in-place operation's tensor counts as read and written, except the destination of
+// a copy or fill, which is only written. Inputs can be read only when the operation starts.
+int64_t bytes_of(c10::ArrayRef<const c10::IValue> values) {
+  int64_t n = 0;
+  for (const auto& v : values) n += tensor_bytes(v);
+  return n;
+}
+int64_t input_bytes_of(const at::RecordFunction& fn) {
+  static const std::set<std::string> writes_self = {"aten::copy_", "aten::fill_", "aten::zero_"};
+  const auto in = fn.inputs();
+  if (writes_self.count(fn.name()) && !in.empty()) return bytes_of(in.slice(1));
+  return bytes_of(in);
+}
+thread_local std::vector<int64_t> input_bytes;  // per operation in flight, when bytes are wanted
+
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   if (is_step_part(name)) return nullptr;
@@ -73,6 +109,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   }
   below_kernel.push_back(false);
   in_flight.push_back(name);
+  input_bytes.push_back(counts.want_bytes ? input_bytes_of(fn) : 0);
   return nullptr;
 }
 
@@ -82,7 +119,9 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   const bool above = below_kernel.back();
   below_kernel.pop_back();
   in_flight.pop_back();
-  const bool kernel = !above && name.rfind("aten::", 0) == 0 && !is_view_or_metadata(name);
+  const int64_t in_bytes = input_bytes.back();
+  input_bytes.pop_back();
+  const bool kernel = !above && is_kernel_shaped(name);
   if (kernel) {
     // The two nearest callers that are not views, nearest first ("aten::clone < aten::contiguous"
     // would be a view's; autograd's nodes name the backward of an operation).
@@ -96,6 +135,8 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
     std::lock_guard<std::mutex> lock(counts.mu);
     counts.kernels[name] += 1;
     counts.callers[name][caller] += 1;
+    if (counts.want_bytes) counts.bytes +=
+          in_bytes + bytes_of(c10::ArrayRef<const c10::IValue>(fn.outputs().data(), fn.outputs().size()));
   }
   if ((kernel || above) && !below_kernel.empty()) below_kernel.back() = true;
 }
@@ -107,27 +148,31 @@ int64_t total(const std::map<std::string, int64_t>& m) {
 }
 
 struct Tally {
-  int64_t kernels = 0, top = 0, all = 0, reads = 0;
+  int64_t kernels = 0, top = 0, all = 0, reads = 0, bytes = 0;
 };
 
-// Runs `fn` with the hooks on; what it issued.
+// Runs `fn` with the hooks on; what it issued (and with `bytes`, its operands' bytes).
 template <class Fn>
-Tally count_ops(Fn&& fn) {
+Tally count_ops(Fn&& fn, bool bytes = false) {
   {
     std::lock_guard<std::mutex> lock(counts.mu);
     counts.all.clear();
     counts.top.clear();
     counts.kernels.clear();
     counts.callers.clear();
+    counts.want_bytes = bytes;
+    counts.bytes = 0;
   }
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(on_enter, on_exit)
+          .needsInputs(bytes)
+          .needsOutputs(bytes)
           .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   fn();
   at::removeCallback(handle);
   std::lock_guard<std::mutex> lock(counts.mu);
   return {total(counts.kernels), total(counts.top), total(counts.all),
-          counts.all["aten::_local_scalar_dense"] + counts.all["wit::to_host"]};
+          counts.all["aten::_local_scalar_dense"] + counts.all["wit::to_host"], counts.bytes};
 }
 
 // Median wall time of three calls.
@@ -140,6 +185,25 @@ double median_seconds(Fn&& fn) {
     s.push_back(wit::bench::secs_since(t0));
   }
   return wit::bench::median(s);
+}
+
+// The loss of one micro-batch's logits, forward and backward, as a GPU computes it under bf16:
+// the head's matmul gives bf16 logits; ATen's loss runs on an fp32 copy (autocast's cast for
+// log-softmax, written out here: the CPU has no CUDA autocast), the fused one on the logits.
+std::pair<Tally, Tally> cross_entropy_tallies(const wit::RunConfig& rc) {
+  const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len, V = rc.model.vocab_size;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+  const auto logits = (torch::randn({rows, V}, gen) * 2).to(torch::kBFloat16);
+  const auto targets = torch::randint(0, V, {rows}, gen);
+  auto loss = [&](bool fused) {
+    auto x = logits.detach().requires_grad_();
+    const wit::model::Loss l =
+        fused ? wit::model::fused_cross_entropy_mean(x, targets)
+              : wit::model::cross_entropy_mean(x.to(torch::kFloat32), targets);
+    l.objective.backward();
+  };
+  loss(false), loss(true);  // warm-up
+  return {count_ops([&] { loss(false); }, true), count_ops([&] { loss(true); }, true)};
 }
 
 }  // namespace
@@ -156,7 +220,8 @@ int main(int argc, char** argv) {
       fmt::print("usage: wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]\n"
                  "Counts the ATen operations of one training step (kernel launches on a GPU), "
                  "where they come from, and the host reads; then the GPU forms of AdamW, the "
-                 "gradient norm and the weight sketch on the step's sizes.\n"
+                 "gradient norm and the weight sketch on the step's sizes; then the loss's "
+                 "kernels and operand bytes, ATen's and the fused cross-entropy's.\n"
                  "Default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences, on "
                  "data/kjv.\n");
       return 0;
@@ -223,13 +288,28 @@ int main(int argc, char** argv) {
                norm_s);
     fmt::print("  {:<38} {:>8} {:>11} {:>16.3f}\n", "weight sketch (every witnessed step)",
                sketch.kernels, sketch.reads, sketch_s);
+    const auto [aten_ce, fused_ce] = cross_entropy_tallies(rc);
+    const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len;
+    // Operand bytes are linear in the rows: per row, and for a GPU micro-batch of 16 x 1024.
+    auto gb_at_16k = [&](const Tally& t) { return double(t.bytes) / double(rows) * 16384 / 1e9; };
+    fmt::print("\nthe loss of one micro-batch's bf16 logits ({} rows x {}), forward and "
+               "backward, as a GPU computes it under bf16 autocast:\n",
+               rows, rc.model.vocab_size);
+    fmt::print("  {:<38} {:>8} {:>16} {:>22}\n", "", "kernels", "operand bytes/row",
+               "GB at 16 x 1024 rows");
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.2f}\n", "ATen (model.cross_entropy=ops)",
+               aten_ce.kernels, aten_ce.bytes / rows, gb_at_16k(aten_ce));
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.2f}\n", "fused (model.cross_entropy=fused)",
+               fused_ce.kernels, fused_ce.bytes / rows, gb_at_16k(fused_ce));
     fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
                "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
                "\"device_adamw\": [{}, {}, {:.4f}], \"device_norm\": [{}, {}, {:.4f}], "
-               "\"device_sketch\": [{}, {}, {:.4f}]}}\n",
+               "\"device_sketch\": [{}, {}, {:.4f}], \"cross_entropy_aten\": [{}, {}], "
+               "\"cross_entropy_fused\": [{}, {}]}}\n",
                config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
                step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
-               norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s);
+               norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
+               aten_ce.bytes / rows, fused_ce.kernels, fused_ce.bytes / rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

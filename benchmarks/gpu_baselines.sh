@@ -11,10 +11,11 @@
 #                   torch.compile, same shapes: wit's witnessed tokens/s over each
 #   same seed       two runs from the same seed: their witness chain heads must be identical
 #   two processes   N = 2 on the one GPU against N = 1 (refused where the backend cannot do it)
-#   profile         where a step's time goes: wit's step (wit_bench_step_profile) beside the
-#                   reference's, eager and compiled, by kind of work (benchmarks/profile_table.py),
-#                   with device busy time, launches and host synchronisations per step; the
-#                   profilers' Chrome traces are kept, gzipped (trace_*.json.gz)
+#   profile         where a step's time goes: wit's step (wit_bench_step_profile; on a GPU also
+#                   with the fused cross-entropy) beside the reference's, eager and compiled,
+#                   by kind of work (benchmarks/profile_table.py), with device busy time,
+#                   launches and host synchronisations per step; the profilers' Chrome traces
+#                   are kept, gzipped (trace_*.json.gz)
 #   scales          gpt2-350m, 774m, 1.5b and gpt-2b: tokens/s, MFU, witnessing parts as % of a
 #                   step, checkpoint write time, peak GPU memory
 # It prints the tables and writes everything to one JSON file (gpu-baselines.json in --out).
@@ -257,9 +258,16 @@ if part "profile of wit's step (wit_bench_step_profile)"; then
     --warmup 2 --steps 2 --trace "$out/trace_wit.json" >"$out/profile_wit.log" 2>&1 ||
     { tail -3 "$out/profile_wit.log"; say "the profile of wit's step failed"; [ $rehearse = 0 ] || exit 1; }
   grep '^json: ' "$out/profile_wit.log" | sed 's/^json: //' >"$results/profile_wit.json" || true
+  # The same step with the fused cross-entropy, beside it (CUDA only).
+  if [ $rehearse = 0 ]; then
+    "$build/benchmarks/wit_bench_step_profile" --data "$data" --config "$config" "${compute[@]}" "${base[@]}" \
+      --set model.cross_entropy=fused --warmup 2 --steps 2 --trace "$out/trace_wit-fused.json" \
+      >"$out/profile_wit-fused.log" 2>&1 || { tail -3 "$out/profile_wit-fused.log"; say "the fused profile failed"; }
+    grep '^json: ' "$out/profile_wit-fused.log" | sed 's/^json: //' >"$results/profile_wit-fused.json" || true
+  fi
   gzip -f "$out"/trace_*.json 2>/dev/null || true
   profiles=()
-  for p in wit torch-eager torch-compile; do
+  for p in wit wit-fused torch-eager torch-compile; do
     [ -s "$results/profile_$p.json" ] && profiles+=("$p=$results/profile_$p.json")
   done
   python3 benchmarks/profile_table.py "${profiles[@]}" --json "$results/profile_table.json" \

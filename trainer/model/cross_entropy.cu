@@ -11,7 +11,8 @@ namespace {
 
 template <class T>
 __global__ void __launch_bounds__(kRowLanes)
-    forward_kernel(const T* logits, const int64_t* targets, int64_t V, float* loss, float* lse) {
+    cross_entropy_forward_kernel(const T* logits, const int64_t* targets, int64_t V, float* loss,
+                                 float* lse) {
   __shared__ MaxSum lanes[kRowLanes];
   const int64_t row = blockIdx.x;
   const T* x = logits + row * V;
@@ -27,8 +28,8 @@ __global__ void __launch_bounds__(kRowLanes)
 
 template <class T>
 __global__ void __launch_bounds__(kRowLanes)
-    backward_kernel(const T* logits, const int64_t* targets, const float* lse, const float* grad,
-                    int64_t V, T* grad_logits) {
+    cross_entropy_backward_kernel(const T* logits, const int64_t* targets, const float* lse,
+                                  const float* grad, int64_t V, T* grad_logits) {
   const int64_t row = blockIdx.x;
   const T* x = logits + row * V;
   T* d = grad_logits + row * V;
@@ -57,11 +58,11 @@ const char* forward_cuda(const void* logits, LogitType type, const int64_t* targ
   if (rows == 0) return nullptr;
   const auto s = static_cast<cudaStream_t>(stream);
   if (type == LogitType::bf16)
-    forward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(static_cast<const uint16_t*>(logits),
-                                                              targets, V, loss, lse);
+    cross_entropy_forward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(
+        static_cast<const uint16_t*>(logits), targets, V, loss, lse);
   else
-    forward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(static_cast<const float*>(logits),
-                                                              targets, V, loss, lse);
+    cross_entropy_forward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(
+        static_cast<const float*>(logits), targets, V, loss, lse);
   return launched();
 }
 
@@ -71,11 +72,11 @@ const char* backward_cuda(const void* logits, LogitType type, const int64_t* tar
   if (rows == 0) return nullptr;
   const auto s = static_cast<cudaStream_t>(stream);
   if (type == LogitType::bf16)
-    backward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(static_cast<const uint16_t*>(logits),
-                                                               targets, lse, grad, V,
-                                                               static_cast<uint16_t*>(grad_logits));
+    cross_entropy_backward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(
+        static_cast<const uint16_t*>(logits), targets, lse, grad, V,
+        static_cast<uint16_t*>(grad_logits));
   else
-    backward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(
+    cross_entropy_backward_kernel<<<dim3(unsigned(rows)), kRowLanes, 0, s>>>(
         static_cast<const float*>(logits), targets, lse, grad, V, static_cast<float*>(grad_logits));
   return launched();
 }

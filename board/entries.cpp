@@ -274,6 +274,8 @@ nlohmann::json submit_entry(Db& db, const BlobStore& files, const std::vector<Tr
     throw;
   }
   fs::remove_all(dir);
+  // From the board's own dataset, never the submitter's files: how its records name documents.
+  if (audit.dataset.is_object()) facts.certificate_fields["dataset"] = audit.dataset;
 
   const std::string head_hex = to_hex(witness::head_hash(head));
   const std::string id = random_hex(8), created = utc_now();

@@ -209,7 +209,6 @@ void JobQueue::record(const std::string& entry, const EntryFacts& f, const Repla
   add_segment(kAuditSegment, 0, f.steps, audit.passed ? "passed" : "failed", audit.detail,
               kBoardWorker);
   if (audit.passed) {
-    // The segments replayed whatever the draws: the final checks, the first and the last.
     // The segments replayed whatever the draws, by the board itself: the final checks, the
     // first and the last (no participant, whoever it is, decides them).
     add_segment(kFinalSegment, f.steps, f.steps, "pending", "", "");

@@ -80,6 +80,9 @@ struct ReplayResult {
   std::string detail;
   double seconds = 0;
   std::string evidence;  // hex state hash after the job's probe step; "" when it has none
+  // The audit's: how the board's copy of the dataset names documents, as wit verify's
+  // certificate states it ({"tokenizer", "tokens_in_no_document"}); null for other jobs.
+  nlohmann::json dataset = nullptr;
 };
 
 // The facts of a submitted run the board keeps for its certificate and ranking.

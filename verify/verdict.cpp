@@ -141,8 +141,8 @@ nlohmann::json Verification::certificate() const {
   // How the dataset's records name documents, as every record was checked to: a query or a
   // proof's checker hashes a document this way (its manifest's label is not in the layout
   // digest unless it is gpt2), and how many tokens (of either split) no text query can find.
-  if (dataset_)
-    c["dataset"] = {{"tokenizer", dataset_->manifest().tokenizer},
+  if (!out_.dataset_tokenizer.empty())
+    c["dataset"] = {{"tokenizer", out_.dataset_tokenizer},
                     {"tokens_in_no_document", out_.tokens_in_no_document}};
   c.update(run_identity(*log_, *lr_.signed_heads, states_.at(lr_.valid_steps)));
   if (o_.tolerance)

@@ -328,6 +328,7 @@ std::string Verification::structure() {
   // The records wit query answers from say what was trained.
   const uint64_t fragment_tokens = dataset_->verify_documents({}, comm_.rank(), comm_.size());
   out_.tokens_in_no_document = fragment_tokens;
+  out_.dataset_tokenizer = dataset_->manifest().tokenizer;
   // Every checkpoint present at its committed size with a leaf table that hashes to its
   // committed state hash, and a few of its leaves (drawn after the run was received) hashed:
   // checkpoints are what later challenges start from, so a run must keep them all; reading

@@ -128,6 +128,9 @@ struct VerifyReport {
   // Tokens of either split in a record that begins mid-document (an llm.c split's first): no
   // text query finds them.
   uint64_t tokens_in_no_document = 0;
+  // How the dataset's records name documents (its manifest's tokenizer: byte, gpt2 or external),
+  // once the structure stage checked every record so; empty before.
+  std::string dataset_tokenizer;
   std::optional<Digest> probe_state;  // with probe_after_step, once the replay reached it
   int world = 1;                 // processes that replayed
   VerifyCost cost;

@@ -56,6 +56,11 @@ board::ReplayResult run_checks(const fs::path& run, const fs::path& data,
   board::ReplayResult out;
   out.passed = r.outcome == witness::Outcome::Certified;
   if (r.probe_state) out.evidence = to_hex(*r.probe_state);
+  // The audit checked every record of the board's dataset: how they name documents goes into
+  // the board's certificate, as into wit verify's, for query proofs checked against it.
+  if (!segment && out.passed && !r.dataset_tokenizer.empty())
+    out.dataset = {{"tokenizer", r.dataset_tokenizer},
+                   {"tokens_in_no_document", r.tokens_in_no_document}};
   if (!out.passed) {
     out.detail = r.reason;
   } else {

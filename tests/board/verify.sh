@@ -241,6 +241,10 @@ curl -sf "${url}api/entries/$A/certificate" >"$work/cert-a.json" || fail "no cer
   >"$work/check-a" 2>&1 || { cat "$work/check-a"; fail "the board's certificate of a does not check"; }
 "$wit" verify --check-certificate "$work/cert-a.json" --verifier-key "$work/board.pem.pub" "$work/b" \
   >"$work/check-ab" 2>&1 && fail "a's certificate checked against run b"
+# It says how the board's dataset names documents (its audit checked every record), as wit
+# verify's does: a query proof checked against it hashes documents that way only.
+$py -c "import json,sys; d=json.load(open(sys.argv[1]))['dataset']; assert d=={'tokenizer':'byte','tokens_in_no_document':0}, d" \
+  "$work/cert-a.json" || fail "a's certificate does not say how its dataset names documents"
 curl -s -o /dev/null -w "%{http_code}" "${url}api/entries/$M/certificate" | grep -q 404 || fail "a struck entry has a certificate"
 echo "certificate: $(head -1 "$work/check-a")"
 

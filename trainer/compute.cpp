@@ -138,6 +138,7 @@ nlohmann::json device_facts(const Compute& c) {
   if (c.cross_entropy == "fused") {
     f["cross_entropy"] = c.cross_entropy;
     f["kernels_compiler"] = model::fused_cross_entropy_compiler();
+    f["kernels"] = model::kFusedCrossEntropyArithmetic;
   }
   return f;
 #else
@@ -150,8 +151,8 @@ namespace {
 // The facts that decide a GPU's bits: the model and every library on the path.
 nlohmann::json numerics_facts(nlohmann::json facts) {
   nlohmann::json out;
-  for (const char* k :
-       {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch", "kernels_compiler"})
+  for (const char* k : {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch", "kernels",
+                        "kernels_compiler"})
     if (facts.contains(k)) out[k] = facts[k];
   return out;
 }
@@ -163,8 +164,9 @@ std::string describe(const nlohmann::json& f) {
     if (!f.contains(k)) return std::string("?");
     return f[k].is_string() ? f[k].get<std::string>() : f[k].dump();
   };
-  const std::string kernels =
-      f.contains("kernels_compiler") ? ", wit's kernels built by " + v("kernels_compiler") : "";
+  std::string kernels;  // wit's own, where the run used them
+  if (f.contains("kernels_compiler"))
+    kernels = ", wit's kernels " + v("kernels") + " built by " + v("kernels_compiler");
   return fmt::format("{} ({} SMs), CUDA {}, cuBLAS {}, cuDNN {}, libtorch {}{}", v("gpu"),
                      v("sm_count"), v("cuda"), v("cublas"), v("cudnn"), v("libtorch"), kernels);
 }

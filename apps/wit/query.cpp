@@ -30,9 +30,12 @@ using nlohmann::json;
 namespace {
 
 // What the checker trusts: a root and genesis it was given, or those a verifier certified.
-// `strength`: what a certificate it was given says, and how strongly.
+// `strength`: what a certificate it was given says, and how strongly; `tokenizer`: how the
+// certified dataset's records name documents (its dataset.tokenizer), empty when none says.
+// Both from the one reading of the certificate whose signature was checked.
 witness::TrustedRun trusted_run(const QueryOptions& o,
-                                std::optional<witness::CertificateStrength>& strength) {
+                                std::optional<witness::CertificateStrength>& strength,
+                                std::string& tokenizer) {
   witness::TrustedRun t;
   if (!o.certificate.empty()) {
     if (!o.root.empty() || !o.genesis.empty() || !o.head.empty())
@@ -46,6 +49,9 @@ witness::TrustedRun trusted_run(const QueryOptions& o,
         witness::check_certificate(c, witness::load_public_key(o.verifier_key));
     if (!problem.empty()) fail("certificate {}: {}", o.certificate.string(), problem);
     strength = witness::certificate_strength(c);
+    if (c.contains("dataset") && c["dataset"].is_object() && c["dataset"].contains("tokenizer") &&
+        c["dataset"]["tokenizer"].is_string())
+      tokenizer = c["dataset"]["tokenizer"].get<std::string>();
     t.manifest_root = digest_from_hex(c.at("manifest_root").get<std::string>(), "manifest_root");
     t.genesis = digest_from_hex(c.at("genesis").get<std::string>(), "genesis");
     t.signed_head =
@@ -66,7 +72,8 @@ witness::TrustedRun trusted_run(const QueryOptions& o,
 
 int check_proof_file(const QueryOptions& o) {
   std::optional<witness::CertificateStrength> strength;
-  const witness::TrustedRun trusted = trusted_run(o, strength);
+  std::string tokenizer;
+  const witness::TrustedRun trusted = trusted_run(o, strength, tokenizer);
   if (strength) {
     // The proofs are only as good as the certificate that names the run.
     fmt::print("certificate: {}\n", strength->summary);
@@ -84,13 +91,6 @@ int check_proof_file(const QueryOptions& o) {
   // way) says nothing of this one. A document's hash is the text dataset's way or llm.c's.
   // A certificate says how the run's dataset names documents (its verifier checked every record
   // so): then only that way.
-  std::string tokenizer;
-  if (!o.certificate.empty()) {
-    const json c = parse_untrusted_json(read_text_file(o.certificate));  // checked above
-    if (c.contains("dataset") && c["dataset"].is_object() && c["dataset"].contains("tokenizer") &&
-        c["dataset"]["tokenizer"].is_string())
-      tokenizer = c["dataset"]["tokenizer"].get<std::string>();
-  }
   std::map<std::string, std::vector<std::string>> asked;  // hex hash -> files with it
   std::map<std::string, std::string> how;                 // hex hash -> "as text" or "as llm.c tokens"
   std::unique_ptr<data::Gpt2Tokenizer> gpt2;

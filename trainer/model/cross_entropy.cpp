@@ -81,16 +81,17 @@ void check_launch(const char* error, const char* what) {
 class KernelScope {
  public:
   KernelScope(const char* name, std::vector<c10::IValue> in, std::vector<c10::IValue> out)
-      : guard_(at::RecordScope::FUNCTION) {
+      : in_(std::move(in)), guard_(at::RecordScope::FUNCTION) {
     if (!guard_.isActive()) return;
     if (guard_.needsInputs())
-      guard_.before(name, c10::ArrayRef<const c10::IValue>(in.data(), in.size()));
+      guard_.before(name, c10::ArrayRef<const c10::IValue>(in_.data(), in_.size()));
     else
       guard_.before(name);
     if (guard_.needsOutputs()) guard_.setOutputs(std::move(out));
   }
 
  private:
+  std::vector<c10::IValue> in_;  // the guard refers to them without owning them
   at::RecordFunction guard_;
 };
 

@@ -20,6 +20,9 @@ struct GPTConfig {
   // The training loss's kernels: "ops" (log-softmax and NLL as ATen operations) or "fused"
   // (trainer/model/cross_entropy.h; CUDA only).
   std::string cross_entropy = "ops";
+  // The layer norms' kernels: "ops" (torch::layer_norm) or "fused" (trainer/model/layer_norm.h;
+  // CUDA only).
+  std::string layer_norm = "ops";
 };
 
 }  // namespace wit::model

@@ -30,6 +30,11 @@ const config::Schema& run_schema() {
                  "one backward, in the logits' own precision: no fp32 copy of bf16 logits; CUDA "
                  "only). Committed when fused",
                  {"ops", "fused"});
+    s.add_string("model", "layer_norm", "ops",
+                 "the layer norms' kernels: ops (libtorch's layer norm, every device), fused (one "
+                 "pass each way that writes the rows in the precision the next matmul reads: no "
+                 "fp32 copy under bf16; CUDA only). Committed when fused",
+                 {"ops", "fused"});
 
     s.add_string("model", "init_from", "",
                  "start from these weights instead of a random initialisation: a Hugging Face "
@@ -147,6 +152,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.dropout = c.get_float("model.dropout");
   r.model.attention = c.get_string("model.attention");
   r.model.cross_entropy = c.get_string("model.cross_entropy");
+  r.model.layer_norm = c.get_string("model.layer_norm");
   r.init.from = c.get_string("model.init_from");
   r.init.sha256 = c.get_string("model.init_sha256");
   check_sha256_hex("model.init_sha256", r.init.sha256);
@@ -217,8 +223,9 @@ std::string committed_yaml(const config::Config& c) {
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
-  // The ATen cross-entropy is what every run before the key trained with.
+  // ATen's cross-entropy and layer norm are what every run before the keys trained with.
   if (c.get_string("model.cross_entropy") == "ops") exclude.push_back("model.cross_entropy");
+  if (c.get_string("model.layer_norm") == "ops") exclude.push_back("model.layer_norm");
   // The cosine schedule is what the keys left out mean (every run before them had it); the decay
   // fraction is part of the trajectory only under wsd.
   if (c.get_string("optim.schedule") == "cosine") exclude.push_back("optim.schedule");

@@ -1,9 +1,9 @@
 #include "trainer/compute.h"
 
 #include <fmt/format.h>
+#include <torch/version.h>
 
 #include <cstdlib>
-#include <torch/version.h>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -11,6 +11,8 @@
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
 #include "trainer/model/cross_entropy.h"
+#include "trainer/model/kernels.h"
+#include "trainer/model/layer_norm.h"
 
 #ifdef WIT_TORCH_CUDA
 #include <ATen/autocast_mode.h>
@@ -31,6 +33,34 @@ bool libtorch_has_cuda() {
 }
 
 namespace {
+
+// wit's fused kernels that a compute or a model uses: each one's committed key, its name among
+// the device facts, and the version of its arithmetic.
+struct FusedKernel {
+  const char* key;
+  const char* fact;
+  const char* arithmetic;
+};
+template <class M>
+std::vector<FusedKernel> fused_kernels(const M& m) {
+  std::vector<FusedKernel> out;
+  if (m.cross_entropy == "fused")
+    out.push_back({"model.cross_entropy", "cross_entropy", model::kFusedCrossEntropyArithmetic});
+  if (m.layer_norm == "fused")
+    out.push_back({"model.layer_norm", "layer_norm", model::kFusedLayerNormArithmetic});
+  return out;
+}
+// "wit-cross-entropy-v1 wit-layer-norm-v1": a cross-entropy-only run's is its one version.
+std::string arithmetic_of(const std::vector<FusedKernel>& fused) {
+  std::string out;
+  for (const auto& k : fused) out += (out.empty() ? "" : " ") + std::string(k.arithmetic);
+  return out;
+}
+std::string keys_of(const std::vector<FusedKernel>& fused) {
+  std::string out;
+  for (const auto& k : fused) out += (out.empty() ? "" : " and ") + std::string(k.key);
+  return out;
+}
 
 // GPU numerics pinned before any CUDA work: library settings, then torch's own switches.
 void pin_gpu_numerics(bool quiet) {
@@ -72,7 +102,8 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
     c.bf16 = true;
   }
 
-  // Flash attention: scaled-dot-product attention's flash kernel, on CUDA for bf16 inputs; its dropout would draw from the global generator, so none.
+  // Flash attention: scaled-dot-product attention's flash kernel, on CUDA for bf16 inputs; its
+  // dropout would draw from the global generator, so none.
   std::string why_not;
   if (!c.is_cuda())
     why_not = "its flash kernel runs on CUDA only, and this run computes on the CPU";
@@ -86,16 +117,20 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
   c.attention = attention == "auto" ? (why_not.empty() ? "flash" : "math") : attention;
   cfg.set("model.attention", c.attention, "model.attention = auto, resolved");
 
-  // The fused cross-entropy: CUDA kernels (the CPU form exists for tests, not for training).
+  // wit's fused kernels: CUDA (their CPU forms exist for tests, not for training).
   c.cross_entropy = cfg.get_string("model.cross_entropy");
-  if (c.cross_entropy == "fused" && !c.is_cuda())
-    fail(
-        "model.cross_entropy = fused: its kernels run on CUDA only, and this run computes on the "
-        "CPU (set model.cross_entropy=ops)");
-  if (c.cross_entropy == "fused" && !model::fused_cross_entropy_has_cuda())
-    fail(
-        "model.cross_entropy = fused: this wit was built without its CUDA kernels (the CUDA path "
-        "needs nvcc and NCCL at configure time; docs/gpu.md)");
+  c.layer_norm = cfg.get_string("model.layer_norm");
+  for (const auto& k : fused_kernels(c)) {
+    if (!c.is_cuda())
+      fail(
+          "{} = fused: its kernels run on CUDA only, and this run computes on the CPU (set {}=ops)",
+          k.key, k.key);
+    if (!model::kernels_built())
+      fail(
+          "{} = fused: this wit was built without its CUDA kernels (the CUDA path needs nvcc and "
+          "NCCL at configure time; docs/gpu.md)",
+          k.key);
+  }
 #ifdef WIT_TORCH_CUDA
   if (c.attention == "flash") {
     // The flash backend alone: another backend's kernel would be another trajectory.
@@ -135,10 +170,10 @@ nlohmann::json device_facts(const Compute& c) {
                       {"attention", c.attention}};
   // wit's own kernels are compiled with wit: their compiler is a fact of the bits (only where a
   // run uses them, so the facts of every other run stay as they were).
-  if (c.cross_entropy == "fused") {
-    f["cross_entropy"] = c.cross_entropy;
-    f["kernels_compiler"] = model::fused_cross_entropy_compiler();
-    f["kernels"] = model::kFusedCrossEntropyArithmetic;
+  if (const auto fused = fused_kernels(c); !fused.empty()) {
+    for (const auto& k : fused) f[k.fact] = "fused";
+    f["kernels_compiler"] = model::kernels_compiler();
+    f["kernels"] = arithmetic_of(fused);
   }
   return f;
 #else
@@ -151,8 +186,8 @@ namespace {
 // The facts that decide a GPU's bits: the model and every library on the path.
 nlohmann::json numerics_facts(nlohmann::json facts) {
   nlohmann::json out;
-  for (const char* k : {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch", "kernels",
-                        "kernels_compiler"})
+  for (const char* k :
+       {"gpu", "sm_count", "cuda", "cublas", "cudnn", "libtorch", "kernels", "kernels_compiler"})
     if (facts.contains(k)) out[k] = facts[k];
   return out;
 }
@@ -230,8 +265,9 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
                        int world_size, std::string* note) {
   Compute cpu;
   cpu.attention = rc.model.attention;
-  // The fused cross-entropy's CPU form is for tests: a CPU replay computes the loss with ATen.
+  // The fused kernels' CPU forms are for tests: a CPU replay computes with libtorch's operations.
   cpu.cross_entropy = "ops";
+  cpu.layer_norm = "ops";
   // The sessions that trained on a GPU, and what decided their numerics.
   nlohmann::json ran_on = nlohmann::json::object();
   const auto sessions = parse_untrusted_json(sessions_json);
@@ -239,14 +275,15 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
     for (const auto& s : sessions)
       if (!session_facts(s).empty()) ran_on = session_facts(s);
   if (ran_on.empty()) {
-    // wit trains with the fused cross-entropy on CUDA only: a CPU run that commits it is not
-    // one wit trained, and no exact replay of it is defined.
-    if (rc.model.cross_entropy == "fused") {
-      const std::string why =
-          "the run commits model.cross_entropy = fused, whose kernels run on CUDA only, but no "
-          "session of it trained on a GPU";
+    // wit trains with its fused kernels on CUDA only: a CPU run that commits them is not one
+    // wit trained, and no exact replay of it is defined.
+    if (const auto fused = fused_kernels(rc.model); !fused.empty()) {
+      const std::string why = fmt::format(
+          "the run commits {} = fused, whose kernels run on CUDA only, but no session of it "
+          "trained on a GPU",
+          keys_of(fused));
       if (!tolerance) fail("{}: no exact replay is defined. Verify with --tolerance", why);
-      if (note) *note = why + "; replaying with the ATen cross-entropy, within the tolerance";
+      if (note) *note = why + "; replaying with libtorch's operations, within the tolerance";
     }
     // A CPU run: every session's numerics must be this verifier's (pinned, the same libtorch;
     // or native on the same CPU model), else the replay could differ without anyone lying.
@@ -273,14 +310,14 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
 
   nlohmann::json here = nlohmann::json::object();  // no GPU
   Compute gpu;
-  // A run that used the fused cross-entropy replays exactly only with its kernels.
-  const bool kernels = rc.model.cross_entropy != "fused" || model::fused_cross_entropy_has_cuda();
+  // A run that used wit's fused kernels replays exactly only with them.
+  const bool kernels = fused_kernels(rc.model).empty() || model::kernels_built();
   if (kernels && libtorch_has_cuda() && torch::cuda::is_available()) {
     config::Config c = config::Config::parse(
         "{}", "replay", run_schema(),
         {"train.device=cuda", "train.precision=" + rc.train.precision,
-         "model.attention=" + rc.model.attention,
-         "model.cross_entropy=" + rc.model.cross_entropy,
+         "model.attention=" + rc.model.attention, "model.cross_entropy=" + rc.model.cross_entropy,
+         "model.layer_norm=" + rc.model.layer_norm,
          fmt::format("model.dropout={}", rc.model.dropout)});
     gpu = resolve_compute(c, world_size, /*quiet=*/true);
     here = facts_here(gpu);
@@ -288,18 +325,18 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   if (here == ran_on) return gpu;
   const std::string why = fmt::format(
       "the run trained on {}, and this verifier has {}{}", describe(ran_on), describe(here),
-      kernels ? "" : " (this wit was built without the fused cross-entropy's CUDA kernels)");
+      kernels ? "" : " (this wit was built without its fused kernels for CUDA)");
   if (!tolerance)
     fail(
         "{}: an exact replay needs the same GPU model and library versions. Verify on such a "
         "machine, or with --tolerance for a replay within stated distances (docs/verify.md)",
         why);
   if (note)
-    *note = fmt::format("{}: replaying on the CPU in fp32 with the math attention and the ATen "
-                        "cross-entropy, within the tolerance",
-                        why);
+    *note = fmt::format(
+        "{}: replaying on the CPU in fp32 with the math attention and libtorch's "
+        "cross-entropy and layer norm, within the tolerance",
+        why);
   cpu.attention = "math";
-  cpu.cross_entropy = "ops";
   return cpu;
 }
 

@@ -19,6 +19,7 @@ struct Compute {
   bool bf16 = false;               // bf16 autocast for matmuls and attention
   std::string attention = "math";  // resolved: math or flash
   std::string cross_entropy = "ops";  // ops, or fused (CUDA only)
+  std::string layer_norm = "ops";     // ops, or fused (CUDA only)
   bool is_cuda() const { return device.is_cuda(); }
 };
 
@@ -27,8 +28,8 @@ struct Compute {
 bool libtorch_has_cuda();
 
 
-// Resolves `cfg`'s train.device, train.precision, model.attention and model.cross_entropy for
-// this process.
+// Resolves `cfg`'s train.device, train.precision, model.attention, model.cross_entropy and
+// model.layer_norm for this process.
 // model.attention = auto is written back into `cfg` as resolved (it is committed: the genesis
 // must name the kernel the run used); train.device stays as given (not committed). A process of
 // a job of `world_size` uses GPU (local rank mod visible GPUs), as the NCCL backend does. On CUDA it pins the numerics first

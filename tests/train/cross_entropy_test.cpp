@@ -137,10 +137,10 @@ TEST(FusedCrossEntropy, Bf16RoundingIsTorchs) {
     values.push_back(f);
   for (float f : values) {
     const uint16_t want = c10::BFloat16(f).x;
-    const uint16_t got = model::ce::float_to_bf16(f);
+    const uint16_t got = model::kernel::float_to_bf16(f);
     ASSERT_EQ(got, want) << f;  // NaN too: both give 0x7FC0
     if (!std::isnan(f)) {
-      EXPECT_EQ(model::ce::bf16_to_float(got), float(c10::BFloat16(f))) << f;
+      EXPECT_EQ(model::kernel::bf16_to_float(got), float(c10::BFloat16(f))) << f;
     }
   }
 }

@@ -230,30 +230,47 @@ TEST(Step, ReadsTheHostOnceAfterItsMicroBatches) {
   EXPECT_TRUE(std::isfinite(rec.loss));
 }
 
-// The step with model.cross_entropy = fused (its CPU form; wit trains with it on CUDA only)
-// follows the ATen loss's trajectory to rounding: the loss's gradient reaches the head and the
-// tied embedding through the step's units as the ATen one's does.
-TEST(Step, TheFusedCrossEntropyFollowsTheAtenOnesTrajectory) {
+// The step with wit's fused kernels (model.cross_entropy and model.layer_norm = fused, their CPU
+// forms; wit trains with them on CUDA only) follows the ATen operations' trajectory to rounding:
+// their gradients reach every unit's parameters through the step as ATen's do.
+TEST(Step, TheFusedKernelsFollowTheAtenOperationsTrajectory) {
   TinyStepRun tiny(2);
   const RunConfig& rc = tiny.rc;
   auto single = dist::make_single_process();
-  auto run = [&](const std::string& loss) {
+  struct Trajectory {
+    std::vector<std::pair<float, float>> steps;  // (loss, gradient norm) per step
+    torch::Tensor params;                        // after the last
+  };
+  auto run = [&](const std::string& loss, const std::string& norm) {
     model::GPTConfig m = rc.model;
     m.cross_entropy = loss;
+    m.layer_norm = norm;
     auto layout = make_layout(rc.dist_mode, m, rc.train.micro_batches, *single);
     layout->init(init_seed(rc.train.seed));
-    std::vector<std::pair<float, float>> out;  // (loss, gradient norm) per step
+    Trajectory out;
     for (int i = 0; i < 3; ++i) {
       const StepRecord rec = train_step(*layout, tiny.plan.context());
-      out.emplace_back(rec.loss, rec.grad_norm);
+      out.steps.emplace_back(rec.loss, rec.grad_norm);
     }
+    out.params = layout->full_params();
     return out;
   };
-  const auto aten = run("ops"), fused = run("fused");
-  for (size_t i = 0; i < aten.size(); ++i) {
-    EXPECT_NEAR(fused[i].first, aten[i].first, 1e-5 * aten[i].first) << "step " << i;
-    EXPECT_NEAR(fused[i].second, aten[i].second, 1e-4 * aten[i].second) << "step " << i;
-    EXPECT_NE(aten[i].second, 0.0f);
+  const Trajectory aten = run("ops", "ops");
+  for (auto [loss, norm] : std::vector<std::pair<std::string, std::string>>{
+           {"fused", "ops"}, {"ops", "fused"}, {"fused", "fused"}}) {
+    const Trajectory fused = run(loss, norm);
+    const std::string which = "cross_entropy=" + loss + " layer_norm=" + norm;
+    for (size_t i = 0; i < aten.steps.size(); ++i) {
+      const auto [want_loss, want_norm] = aten.steps[i];
+      EXPECT_NEAR(fused.steps[i].first, want_loss, 1e-5 * want_loss) << which << ", step " << i;
+      EXPECT_NEAR(fused.steps[i].second, want_norm, 1e-4 * want_norm) << which << ", step " << i;
+      EXPECT_NE(want_norm, 0.0f);
+    }
+    // Other bits (the step ran the fused forms); weights within a tenth of the lr (AdamW moves a
+    // weight by at most about lr a step, and only a gradient near zero turns a rounding into a
+    // sizeable part of that).
+    EXPECT_FALSE(torch::equal(fused.params, aten.params)) << which;
+    EXPECT_LT((fused.params - aten.params).abs().max().item<double>(), 0.1 * rc.optim.lr) << which;
   }
 }
 

@@ -1,12 +1,11 @@
 #include "trainer/model/cross_entropy.h"
 
-#include <ATen/record_function.h>
-
 #include <limits>
 #include <type_traits>
 
 #include "core/error.h"
 #include "trainer/model/cross_entropy_rows.h"
+#include "trainer/model/kernels.h"
 
 #ifdef WIT_MODEL_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>
@@ -53,8 +52,8 @@ void backward_host(const T* logits, const int64_t* targets, const float* lse, co
   for (int64_t r = 0; r < rows; ++r) {
     const float g = ce::row_grad(targets[r], V, grad[r]);
     for (int64_t j = 0; j < V; ++j)
-      ce::store(out + r * V, j,
-                ce::grad_at(ce::load(logits + r * V, j), lse[r], j == targets[r], g));
+      kernel::store(out + r * V, j,
+                    ce::grad_at(kernel::load(logits + r * V, j), lse[r], j == targets[r], g));
   }
 }
 
@@ -76,31 +75,6 @@ void check_launch(const char* error, const char* what) {
 }
 #endif
 
-// One kernel on a GPU: a profiler scope named for it, with its operands (profiles and
-// wit_bench_step_ops see it as one launch). Costs a flag check when nothing is recording.
-class KernelScope {
- public:
-  KernelScope(const char* name, std::vector<c10::IValue> in, std::vector<c10::IValue> out)
-      : in_(std::move(in)), guard_(at::RecordScope::FUNCTION) {
-    if (!guard_.isActive()) return;
-    if (guard_.needsInputs())
-      guard_.before(name, c10::ArrayRef<const c10::IValue>(in_.data(), in_.size()));
-    else
-      guard_.before(name);
-    if (guard_.needsOutputs()) guard_.setOutputs(std::move(out));
-  }
-
- private:
-  std::vector<c10::IValue> in_;  // the guard refers to them without owning them
-  at::RecordFunction guard_;
-};
-
-void require_kernels(const torch::Tensor& t) {
-  if (t.is_cuda() && !fused_cross_entropy_has_cuda())
-    fail("fused cross-entropy: this wit was built without its CUDA kernels (docs/gpu.md)");
-  WIT_CHECK(t.is_cuda() || t.is_cpu(), "fused cross-entropy: tensors on {}", t.device().str());
-}
-
 struct FusedCrossEntropy : torch::autograd::Function<FusedCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
@@ -117,29 +91,13 @@ struct FusedCrossEntropy : torch::autograd::Function<FusedCrossEntropy> {
 
 }  // namespace
 
-bool fused_cross_entropy_has_cuda() {
-#ifdef WIT_MODEL_CUDA_KERNELS
-  return true;
-#else
-  return false;
-#endif
-}
-
-std::string fused_cross_entropy_compiler() {
-#ifdef WIT_MODEL_CUDA_KERNELS
-  return ce::compiler_version();
-#else
-  return "";
-#endif
-}
-
 std::pair<torch::Tensor, torch::Tensor> fused_cross_entropy_rows(const torch::Tensor& logits,
                                                                  const torch::Tensor& targets) {
   check_rows(logits, targets);
-  require_kernels(logits);
+  require_kernels(logits, "fused cross-entropy");
   const int64_t rows = logits.size(0), V = logits.size(1);
   const auto f32 = logits.options().dtype(torch::kFloat32);
-  torch::Tensor loss = torch::empty({rows}, f32), lse = torch::empty({rows}, f32);
+  torch::Tensor loss = kernel_output({rows}, f32), lse = kernel_output({rows}, f32);
   const KernelScope scope("wit::kernel::cross_entropy_forward", {logits, targets}, {loss, lse});
   if (logits.is_cuda()) {
 #ifdef WIT_MODEL_CUDA_KERNELS
@@ -161,7 +119,7 @@ std::pair<torch::Tensor, torch::Tensor> fused_cross_entropy_rows(const torch::Te
 torch::Tensor fused_cross_entropy_grad(const torch::Tensor& logits, const torch::Tensor& targets,
                                        const torch::Tensor& lse, const torch::Tensor& grad_in) {
   check_rows(logits, targets);
-  require_kernels(logits);
+  require_kernels(logits, "fused cross-entropy");
   const int64_t rows = logits.size(0), V = logits.size(1);
   // The upstream gradient of a mean comes expanded (stride 0): one value a row, made real.
   const torch::Tensor grad = grad_in.to(torch::kFloat32).contiguous();
@@ -171,7 +129,7 @@ torch::Tensor fused_cross_entropy_grad(const torch::Tensor& logits, const torch:
             "fused cross-entropy: {} rows need {} fp32 gradients and log-sum-exps on the logits' "
             "device",
             rows, rows);
-  torch::Tensor out = torch::empty_like(logits);
+  torch::Tensor out = kernel_output(logits.sizes(), logits.options());
   const KernelScope scope("wit::kernel::cross_entropy_backward", {logits, targets, lse, grad},
                           {out});
   if (logits.is_cuda()) {

@@ -46,13 +46,6 @@ const char* launched() {
 
 }  // namespace
 
-#define WIT_CE_TEXT2(x) #x
-#define WIT_CE_TEXT(x) WIT_CE_TEXT2(x)
-const char* compiler_version() {
-  return "nvcc " WIT_CE_TEXT(__CUDACC_VER_MAJOR__) "." WIT_CE_TEXT(
-      __CUDACC_VER_MINOR__) "." WIT_CE_TEXT(__CUDACC_VER_BUILD__);
-}
-
 const char* forward_cuda(const void* logits, LogitType type, const int64_t* targets, int64_t rows,
                          int64_t V, float* loss, float* lse, void* stream) {
   if (rows == 0) return nullptr;

@@ -9,21 +9,15 @@
 
 #include <torch/torch.h>
 
-#include <string>
 #include <utility>
 
 #include "trainer/model/gpt.h"
 
 namespace wit::model {
 
-// Whether this build has the fused cross-entropy's CUDA kernels (the CUDA path).
-bool fused_cross_entropy_has_cuda();
-// The compiler that built them ("nvcc 13.0.88"; empty without them): a GPU run that uses them
-// records it among the facts its bits depend on.
-std::string fused_cross_entropy_compiler();
-// The version of their arithmetic (cross_entropy_rows.h: the lanes, the tree, the formulas),
-// recorded beside the compiler: a change to it is a new version, so a run made with another
-// one is refused an exact replay rather than reported as a lie.
+// The version of the kernels' arithmetic (cross_entropy_rows.h: the lanes, the tree, the
+// formulas), recorded beside their compiler (kernels.h): a change to it is a new version, so a run
+// made with another one is refused an exact replay rather than reported as a lie.
 constexpr const char* kFusedCrossEntropyArithmetic = "wit-cross-entropy-v1";
 
 // The mean cross-entropy of logits (..., V) against targets (...), as cross_entropy_mean; its

@@ -10,10 +10,6 @@ namespace wit::model::ce {
 
 enum class LogitType { f32, bf16 };
 
-// The compiler that built the kernels ("nvcc 13.0.88"): their expf and logf are its, so their bits
-// are a fact of this build, beside the GPU and the libraries.
-const char* compiler_version();
-
 // loss[r] and lse[r] for each of `rows` rows of V logits (row-major, contiguous), with targets[r]
 // in [0, V). Work is queued on `stream` (a cudaStream_t).
 const char* forward_cuda(const void* logits, LogitType type, const int64_t* targets, int64_t rows,

@@ -13,47 +13,15 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
-#ifdef __CUDACC__
-#define WIT_CE_HD __host__ __device__ __forceinline__
-#else
-#define WIT_CE_HD inline
-#endif
+#include "trainer/model/kernel_arith.h"
 
 namespace wit::model::ce {
 
 constexpr int kRowLanes = 256;
 
-// bf16 is the upper half of an fp32 bit pattern: widening is exact.
-WIT_CE_HD float bf16_to_float(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
-
-// Round to nearest, ties to even; NaN becomes 0x7FC0 (c10::BFloat16's rounding).
-WIT_CE_HD uint16_t float_to_bf16(float f) {
-  if (f != f) return uint16_t(0x7FC0);
-#ifdef __CUDA_ARCH__
-  const uint32_t u = __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-#endif
-  return uint16_t((u + (((u >> 16) & 1u) + 0x7FFFu)) >> 16);
-}
-
-// Logits are fp32 (float) or bf16 (its bits, uint16_t).
-WIT_CE_HD float load(const float* p, int64_t i) { return p[i]; }
-WIT_CE_HD float load(const uint16_t* p, int64_t i) { return bf16_to_float(p[i]); }
-WIT_CE_HD void store(float* p, int64_t i, float v) { p[i] = v; }
-WIT_CE_HD void store(uint16_t* p, int64_t i, float v) { p[i] = float_to_bf16(v); }
+using kernel::load;
+using kernel::store;
 
 // A running max and the sum of exp(x - max) over the values seen (none: max = -inf, sum = 0).
 struct MaxSum {
@@ -61,9 +29,9 @@ struct MaxSum {
   float sum;
 };
 
-WIT_CE_HD MaxSum empty() { return {-INFINITY, 0.0f}; }
+WIT_KERNEL_HD MaxSum empty() { return {-INFINITY, 0.0f}; }
 
-WIT_CE_HD void push(MaxSum& a, float x) {
+WIT_KERNEL_HD void push(MaxSum& a, float x) {
   if (x == -INFINITY) return;  // exp(-inf) adds nothing
   if (x > a.max) {
     a.sum = a.sum * expf(a.max - x) + 1.0f;  // a.max = -inf: 0 * 0 + 1
@@ -73,7 +41,7 @@ WIT_CE_HD void push(MaxSum& a, float x) {
   }
 }
 
-WIT_CE_HD MaxSum combine(const MaxSum& a, const MaxSum& b) {
+WIT_KERNEL_HD MaxSum combine(const MaxSum& a, const MaxSum& b) {
   const float m = a.max > b.max ? a.max : b.max;
   if (m == -INFINITY) return empty();
   return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
@@ -81,37 +49,37 @@ WIT_CE_HD MaxSum combine(const MaxSum& a, const MaxSum& b) {
 
 // Lane `lane`'s pair over its columns of one row.
 template <class T>
-WIT_CE_HD MaxSum lane_partial(const T* row, int64_t V, int lane) {
+WIT_KERNEL_HD MaxSum lane_partial(const T* row, int64_t V, int lane) {
   MaxSum a = empty();
   for (int64_t j = lane; j < V; j += kRowLanes) push(a, load(row, j));
   return a;
 }
 
 // One level of the lanes' tree: lane t (t < s) takes in lane t + s.
-WIT_CE_HD void tree_level(MaxSum* lanes, int t, int s) {
+WIT_KERNEL_HD void tree_level(MaxSum* lanes, int t, int s) {
   lanes[t] = combine(lanes[t], lanes[t + s]);
 }
 
 // A target outside [0, V) has no loss: NaN, loud (ATen's NLL stops the device on one, or skips
 // -100 as its ignore index; wit's targets are token ids, never -100).
-WIT_CE_HD bool valid_target(int64_t target, int64_t V) { return target >= 0 && target < V; }
+WIT_KERNEL_HD bool valid_target(int64_t target, int64_t V) { return target >= 0 && target < V; }
 
 // The row's loss and log-sum-exp from its lanes' combined pair.
 template <class T>
-WIT_CE_HD void row_result(const MaxSum& all, const T* row, int64_t V, int64_t target, float* loss,
-                          float* lse) {
+WIT_KERNEL_HD void row_result(const MaxSum& all, const T* row, int64_t V, int64_t target,
+                              float* loss, float* lse) {
   const float l = all.max + logf(all.sum);
   *lse = l;
   *loss = valid_target(target, V) ? l - load(row, target) : NAN;
 }
 
 // The row's upstream gradient, NaN for a row with no valid target (its loss is NaN too).
-WIT_CE_HD float row_grad(int64_t target, int64_t V, float g) {
+WIT_KERNEL_HD float row_grad(int64_t target, int64_t V, float g) {
   return valid_target(target, V) ? g : NAN;
 }
 
 // d loss / d x[j] times the row's upstream gradient g (row_grad's).
-WIT_CE_HD float grad_at(float x, float lse, bool is_target, float g) {
+WIT_KERNEL_HD float grad_at(float x, float lse, bool is_target, float g) {
   return (expf(x - lse) - (is_target ? 1.0f : 0.0f)) * g;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "trainer/model/layer_norm.h"
 
 namespace wit::model {
 
@@ -143,7 +144,7 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
   auto mask = causal_mask.narrow(0, 0, T).narrow(1, 0, T);
   const double scale = 1.0 / std::sqrt(double(hd));
   // attention
-  auto h = torch::layer_norm(x_in, {C}, ln1w, ln1b, 1e-5);
+  auto h = layer_norm(cfg, x_in, ln1w, ln1b);
   auto qkv = torch::linear(h, attnw, attnb).split(C, 2);  // 3 x (B,T,C)
   auto q = qkv[0].view({B, T, nh, hd}).transpose(1, 2);   // (B,nh,T,hd)
   auto k = qkv[1].view({B, T, nh, hd}).transpose(1, 2);
@@ -162,7 +163,7 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
   y = y.transpose(1, 2).contiguous().view({B, T, C});
   auto x = x_in + dropout(torch::linear(y, projw, projb));
   // MLP
-  h = torch::layer_norm(x, {C}, ln2w, ln2b, 1e-5);
+  h = layer_norm(cfg, x, ln2w, ln2b);
   h = torch::gelu(torch::linear(h, fcw, fcb), "tanh");
   return x + dropout(torch::linear(h, fc2w, fc2b));
 }
@@ -170,7 +171,7 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
 torch::Tensor gpt_head_logits(const GPTConfig& cfg, const torch::Tensor& x,
                               const torch::Tensor& lnf_w, const torch::Tensor& lnf_b,
                               const torch::Tensor& wte) {
-  return torch::linear(torch::layer_norm(x, {cfg.n_embd}, lnf_w, lnf_b, 1e-5), wte);  // (B,T,V)
+  return torch::linear(layer_norm(cfg, x, lnf_w, lnf_b), wte);  // (B,T,V)
 }
 
 Loss cross_entropy_mean(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -1,0 +1,255 @@
+// The fused layer norm (model.layer_norm = fused) against the ATen form it replaces: the same rows
+// and gradients to rounding, in fp32 and bf16, at the edges (one column, rows narrower than the
+// lanes, a partial chunk of rows). Its CPU form runs the kernels' lanes, tree and chunks in a loop
+// (trainer/model/layer_norm_rows.h) with only IEEE-rounded operations, so its bits are the
+// arithmetic's on every CPU, and on a GPU the kernels must give them exactly.
+#include "trainer/model/layer_norm.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "record/run_config.h"
+#include "trainer/compute.h"
+
+namespace wit {
+namespace {
+
+struct Case {
+  torch::Tensor x, w, b, dy;  // (rows, C), (C,), (C,), (rows, C); fp32
+};
+
+Case random_case(int64_t rows, int64_t C, double scale, double offset, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return {torch::randn({rows, C}, gen) * scale + offset, torch::randn({C}, gen) + 1.0,
+          torch::randn({C}, gen) * 0.1, torch::randn({rows, C}, gen)};
+}
+
+struct Result {
+  torch::Tensor y, dx, dw, db;
+};
+
+// Rows and gradients by either form (the fused one in `out`).
+Result run(const Case& c, bool fused, torch::ScalarType out = torch::kFloat32) {
+  auto x = c.x.detach().clone().requires_grad_();
+  auto w = c.w.detach().clone().requires_grad_();
+  auto b = c.b.detach().clone().requires_grad_();
+  const auto y = fused ? model::fused_layer_norm(x, w, b, out)
+                       : torch::layer_norm(x, {c.x.size(1)}, w, b, 1e-5);
+  y.backward(c.dy.to(y.scalar_type()));
+  return {y.detach(), x.grad(), w.grad(), b.grad()};
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+double max_abs(const torch::Tensor& a) { return a.abs().max().item<double>(); }
+
+TEST(FusedLayerNorm, MatchesTheAtenFormToRoundingInFp32) {
+  // One column, narrower than the lanes, the lanes, one past, GPT-2's widths; 130 rows end in a
+  // partial chunk of the weight gradients' sums.
+  for (auto [rows, C] : std::vector<std::pair<int64_t, int64_t>>{
+           {5, 1}, {7, 31}, {9, 32}, {4, 33}, {130, 768}, {3, 1600}}) {
+    for (auto [scale, offset] : std::vector<std::pair<double, double>>{{1.0, 0.0}, {0.01, 50.0}}) {
+      const Case c = random_case(rows, C, scale, offset, uint64_t(rows * 10000 + C));
+      const Result want = run(c, false), got = run(c, true);
+      ASSERT_EQ(got.y.scalar_type(), torch::kFloat32);
+      const std::string at =
+          std::to_string(rows) + "x" + std::to_string(C) + (offset > 0 ? " off the origin" : "");
+      // Each form's mean carries an ulp of the inputs' size: relative to the rows' spread, that
+      // is cond ulps of the normalised values.
+      const double cond = 1.0 + offset / scale;
+      EXPECT_LE(max_diff(got.y, want.y), 1e-6 * cond * (1.0 + max_abs(want.y))) << at;
+      // A row of one column has xhat = 0 exactly here (ATen's carries its mean's rounding).
+      if (C == 1) {
+        EXPECT_TRUE(torch::equal(got.y, c.b.expand({rows, 1}))) << at;
+        EXPECT_EQ(max_abs(got.dx), 0.0) << at;
+        EXPECT_EQ(max_abs(got.dw), 0.0) << at;
+      } else {
+        EXPECT_LE(max_diff(got.dx, want.dx), 1e-6 * cond * (1.0 + max_abs(want.dx))) << at;
+        // Sums over up to 130 rows, in chunks here and in ATen's order there.
+        EXPECT_LE(max_diff(got.dw, want.dw), 5e-7 * cond * (1.0 + max_abs(want.dw)) * double(rows))
+            << at;
+      }
+      EXPECT_LE(max_diff(got.db, want.db), 1e-7 * (1.0 + max_abs(want.db)) * double(rows)) << at;
+    }
+  }
+}
+
+// Under bf16 autocast the next matmul reads bf16: the rows are written in bf16, one rounding of
+// the fp32 rows, and the bf16 gradient the matmul gives back is read as it is.
+TEST(FusedLayerNorm, WritesBf16RowsAndReadsBf16Gradients) {
+  Case c = random_case(70, 96, 2.0, 1.0, 7);
+  c.dy = c.dy.to(torch::kBFloat16).to(torch::kFloat32);  // representable in bf16
+  const Result f32 = run(c, true, torch::kFloat32), bf16 = run(c, true, torch::kBFloat16);
+  ASSERT_EQ(bf16.y.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(bf16.y, f32.y.to(torch::kBFloat16)));  // c10's rounding, bit for bit
+  EXPECT_TRUE(torch::equal(bf16.dx, f32.dx));                     // widening bf16 is exact
+  EXPECT_TRUE(torch::equal(bf16.dw, f32.dw));
+  EXPECT_TRUE(torch::equal(bf16.db, f32.db));
+  EXPECT_EQ(bf16.dx.scalar_type(), torch::kFloat32);  // the residual stream's type
+}
+
+// bf16 autocast on the CPU, standing in for a GPU step's on CUDA.
+class CpuAutocast {
+ public:
+  CpuAutocast() {
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  }
+  ~CpuAutocast() {
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::clear_cache();
+  }
+};
+
+// The model's layer norm (model::layer_norm, as gpt.cpp calls it) under bf16 autocast: the fused
+// one writes bf16, what the matmul after it reads, and takes that matmul's bf16 gradient; the
+// matmul's output and every gradient are libtorch's to bf16 rounding.
+TEST(FusedLayerNorm, UnderAutocastItWritesWhatTheNextMatmulReads) {
+  const int64_t rows = 64, C = 96;
+  const Case c = random_case(rows, C, 1.0, 0.0, 9);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(10);
+  const auto W = torch::randn({48, C}, gen) * 0.1, dout = torch::randn({rows, 48}, gen);
+  struct Out {
+    torch::ScalarType h;
+    torch::Tensor out, dx, dw, db;
+  };
+  auto run = [&](const std::string& kind) {
+    model::GPTConfig cfg;
+    cfg.n_embd = C;
+    cfg.layer_norm = kind;
+    auto x = c.x.detach().clone().requires_grad_();
+    auto w = c.w.detach().clone().requires_grad_();
+    auto b = c.b.detach().clone().requires_grad_();
+    torch::Tensor h, out;
+    {
+      const CpuAutocast autocast;
+      h = model::layer_norm(cfg, x, w, b);
+      out = torch::linear(h, W);
+    }
+    out.backward(dout.to(out.scalar_type()));
+    return Out{h.scalar_type(), out.detach().to(torch::kFloat32), x.grad(), w.grad(), b.grad()};
+  };
+  const Out want = run("ops"), got = run("fused");
+  EXPECT_EQ(got.h, torch::kBFloat16);
+  for (auto [a, b] :
+       {std::pair{got.out, want.out}, {got.dx, want.dx}, {got.dw, want.dw}, {got.db, want.db}})
+    EXPECT_LE(max_diff(a, b), 1e-2 * max_abs(b));  // a few bf16 roundings of the largest value
+}
+
+// Integers to floats: inputs whose bits every CPU makes the same (randn's need not be).
+torch::Tensor pattern(int64_t n, uint32_t seed, float scale, float offset) {
+  auto t = torch::empty({n});
+  uint32_t s = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    t[i] = float(int32_t(s >> 8) - (1 << 23)) / float(1 << 23) * scale + offset;
+  }
+  return t;
+}
+
+uint64_t fnv1a(const torch::Tensor& t, uint64_t h) {
+  const auto c = t.contiguous();
+  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+  for (size_t i = 0; i < size_t(c.nbytes()); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// The arithmetic is its version's (model::kFusedLayerNormArithmetic): these bits, on every CPU
+// (only IEEE-rounded +, -, *, / and sqrt) and on every GPU. A change to layer_norm_rows.h that
+// moves them is a new version: change the constant and this hash together.
+TEST(FusedLayerNorm, ItsBitsAreItsVersions) {
+  const int64_t rows = 150, C = 80;
+  const auto x = pattern(rows * C, 1, 3.0f, 0.5f).view({rows, C});
+  const auto w = pattern(C, 2, 0.5f, 1.0f), b = pattern(C, 3, 0.1f, 0.0f);
+  const auto dy = pattern(rows * C, 4, 1.0f, 0.0f).view({rows, C}).to(torch::kBFloat16);
+  const auto f = model::fused_layer_norm_rows(x, w, b, torch::kBFloat16);
+  const auto g = model::fused_layer_norm_grads(dy, x, w, f.mean, f.rstd);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& t : {f.y, f.mean, f.rstd, g.dx, g.dweight, g.dbias}) h = fnv1a(t, h);
+  EXPECT_STREQ(model::kFusedLayerNormArithmetic, "wit-layer-norm-v1");
+  EXPECT_EQ(h, 4831240263163260145ull)
+      << "the fused layer norm's bits moved: its arithmetic is a new version";
+}
+
+TEST(FusedLayerNorm, RefusesTensorsItCannotRead) {
+  const Case c = random_case(4, 10, 1.0, 0.0, 5);
+  const auto f32 = torch::kFloat32;
+  EXPECT_THROW(model::fused_layer_norm_rows(c.x.to(torch::kFloat64), c.w, c.b, f32), Error);
+  EXPECT_THROW(model::fused_layer_norm_rows(c.x.t(), c.w.narrow(0, 0, 4), c.b.narrow(0, 0, 4), f32),
+               Error);
+  EXPECT_THROW(model::fused_layer_norm_rows(c.x, c.w.narrow(0, 0, 9), c.b, f32), Error);
+  EXPECT_THROW(model::fused_layer_norm_rows(c.x, c.w, c.b, torch::kFloat16), Error);
+  EXPECT_THROW(model::fused_layer_norm_rows(c.x.narrow(1, 0, 0), c.w.narrow(0, 0, 0),
+                                            c.b.narrow(0, 0, 0), f32),
+               Error);
+  const auto f = model::fused_layer_norm_rows(c.x, c.w, c.b, f32);
+  EXPECT_THROW(model::fused_layer_norm_grads(c.dy.narrow(0, 0, 3), c.x, c.w, f.mean, f.rstd),
+               Error);
+  EXPECT_THROW(model::fused_layer_norm_grads(c.dy, c.x, c.w, f.mean.narrow(0, 0, 3), f.rstd),
+               Error);
+  EXPECT_THROW(model::fused_layer_norm_grads(c.dy.to(torch::kFloat64), c.x, c.w, f.mean, f.rstd),
+               Error);
+}
+
+config::Config config_with(const std::vector<std::string>& sets) {
+  return config::Config::parse("{}", "test", run_schema(), sets);
+}
+
+// The kernels are part of the trajectory: a run commits "fused"; "ops" is what a config without
+// the key means. On the CPU the fused form is refused (it is for a GPU).
+TEST(FusedLayerNorm, ARunCommitsItAndTheCpuRefusesIt) {
+  const std::string fused = committed_yaml(config_with({"model.layer_norm=fused"}));
+  EXPECT_NE(fused.find("layer_norm: \"fused\""), std::string::npos) << fused;
+  EXPECT_EQ(committed_yaml(parse_committed(fused, "test")), fused);
+  EXPECT_EQ(committed_yaml(config_with({"model.layer_norm=ops"})), committed_yaml(config_with({})));
+  auto cfg = config_with({"model.layer_norm=fused", "train.device=cpu"});
+  try {
+    resolve_compute(cfg, 1, true);
+    ADD_FAILURE() << "model.layer_norm=fused accepted on the CPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layer_norm = fused: its kernels run on CUDA only"),
+              std::string::npos)
+        << e.what();
+  }
+  // A log that commits it with no GPU session: no exact replay; within a tolerance, ATen's.
+  const RunConfig rc = run_config_from(cfg);
+  EXPECT_THROW(replay_compute("[]", rc, /*tolerance=*/false, 1, nullptr), Error);
+  std::string note;
+  EXPECT_EQ(replay_compute("[]", rc, /*tolerance=*/true, 1, &note).layer_norm, "ops");
+  EXPECT_NE(note.find("model.layer_norm = fused"), std::string::npos) << note;
+}
+
+// On a GPU (launch/gpu-check runs it; skipped here): the kernels give the CPU form's bits exactly,
+// every output, both output and gradient types, and again on a second run.
+TEST(DeviceOpsCuda, FusedLayerNormKernels) {
+  if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  const torch::Device gpu(torch::kCUDA, 0);
+  for (auto type : {torch::kFloat32, torch::kBFloat16})
+    for (auto [rows, C] :
+         std::vector<std::pair<int64_t, int64_t>>{{5, 1}, {9, 33}, {130, 768}, {1000, 1600}}) {
+      const Case c = random_case(rows, C, 2.0, 0.5, uint64_t(C));
+      const auto dy = c.dy.to(type);
+      const auto want = model::fused_layer_norm_rows(c.x, c.w, c.b, type);
+      const auto want_g = model::fused_layer_norm_grads(dy, c.x, c.w, want.mean, want.rstd);
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        const auto f = model::fused_layer_norm_rows(c.x.to(gpu), c.w.to(gpu), c.b.to(gpu), type);
+        const auto g =
+            model::fused_layer_norm_grads(dy.to(gpu), c.x.to(gpu), c.w.to(gpu), f.mean, f.rstd);
+        const std::string at = std::to_string(rows) + "x" + std::to_string(C);
+        EXPECT_TRUE(torch::equal(f.y.cpu(), want.y)) << at;
+        EXPECT_TRUE(torch::equal(f.mean.cpu(), want.mean)) << at;
+        EXPECT_TRUE(torch::equal(f.rstd.cpu(), want.rstd)) << at;
+        EXPECT_TRUE(torch::equal(g.dx.cpu(), want_g.dx)) << at;
+        EXPECT_TRUE(torch::equal(g.dweight.cpu(), want_g.dweight)) << at;
+        EXPECT_TRUE(torch::equal(g.dbias.cpu(), want_g.dbias)) << at;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace wit

@@ -1,0 +1,222 @@
+#include "trainer/model/layer_norm.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <limits>
+
+#include "core/error.h"
+#include "trainer/model/kernels.h"
+#include "trainer/model/layer_norm_rows.h"
+
+#ifdef WIT_MODEL_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "trainer/model/layer_norm_kernels.h"
+#endif
+
+namespace wit::model {
+
+namespace {
+
+constexpr const char* kNormWhat = "fused layer norm";
+
+void check_norm_rows(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  WIT_CHECK(
+      x.dim() == 2 && x.is_contiguous() && x.scalar_type() == torch::kFloat32 && x.size(1) > 0,
+      "fused layer norm: x must be a contiguous (rows, C) fp32 tensor, not {} {}",
+      c10::toString(x.scalar_type()), c10::str(x.sizes()));
+  WIT_CHECK(x.size(0) < std::numeric_limits<int32_t>::max(),
+            "fused layer norm: {} rows, over a kernel grid", x.size(0));
+  for (const auto* p : {&w, &b})
+    WIT_CHECK(p->dim() == 1 && p->size(0) == x.size(1) && p->is_contiguous() &&
+                  p->scalar_type() == torch::kFloat32 && p->device() == x.device(),
+              "fused layer norm: the weight and bias must be {} contiguous fp32 values on x's "
+              "device",
+              x.size(1));
+  require_kernels(x, kNormWhat);
+}
+
+void check_norm_type(torch::ScalarType t, const char* what) {
+  WIT_CHECK(t == torch::kFloat32 || t == torch::kBFloat16,
+            "fused layer norm: {} of type {}, not "
+            "fp32 or bf16",
+            what, c10::toString(t));
+}
+
+#ifdef WIT_MODEL_CUDA_KERNELS
+ln::Type norm_kernel_type(torch::ScalarType t) {
+  return t == torch::kBFloat16 ? ln::Type::bf16 : ln::Type::f32;
+}
+void check_norm_launch(const char* error, const char* what) {
+  if (error) fail("fused layer norm: the {} kernels did not launch: {}", what, error);
+}
+#endif
+
+// Raw pointers in the arithmetic's terms: bf16 as its bit pattern.
+template <class F>
+void with_norm_type(const torch::Tensor& t, F&& f) {
+  if (t.scalar_type() == torch::kBFloat16)
+    f(reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()));
+  else
+    f(t.data_ptr<float>());
+}
+
+// The CPU forms: each row's lanes in a loop, in the kernels' order (layer_norm_rows.h).
+float lanes_tree(float* lanes) {
+  for (int s = ln::kLanes / 2; s > 0; s /= 2)
+    for (int t = 0; t < s; ++t) ln::tree_level(lanes, t, s);
+  return lanes[0];
+}
+
+template <class Y>
+void norm_forward_host(const float* x, const float* w, const float* b, int64_t rows, int64_t C,
+                       Y* y, float* mean, float* rstd) {
+  float lanes[ln::kLanes];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    for (int t = 0; t < ln::kLanes; ++t) lanes[t] = ln::lane_sum_x(xr, C, t);
+    const float m = ln::mean_of(lanes_tree(lanes), C);
+    for (int t = 0; t < ln::kLanes; ++t) lanes[t] = ln::lane_sum_sq(xr, C, t, m);
+    const float s = ln::rstd_of(lanes_tree(lanes), C);
+    for (int64_t j = 0; j < C; ++j) ln::store(y + r * C, j, ln::y_at(xr[j], m, s, w[j], b[j]));
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+template <class D>
+void norm_backward_host(const D* dy, const float* x, const float* w, const float* mean,
+                        const float* rstd, int64_t rows, int64_t C, float* dx, float* partials,
+                        float* dw, float* db) {
+  float lanes[ln::kLanes];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    const D* dr = dy + r * C;
+    for (int t = 0; t < ln::kLanes; ++t) lanes[t] = ln::lane_sum_g(dr, w, C, t);
+    const float sg = lanes_tree(lanes);
+    for (int t = 0; t < ln::kLanes; ++t)
+      lanes[t] = ln::lane_sum_gx(dr, w, xr, mean[r], rstd[r], C, t);
+    const float sgx = lanes_tree(lanes);
+    for (int64_t j = 0; j < C; ++j)
+      dx[r * C + j] =
+          ln::dx_at(ln::g_at(dr, w, j), ln::xhat_at(xr[j], mean[r], rstd[r]), sg, sgx, rstd[r], C);
+  }
+  const int64_t n = ln::chunks(rows);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < C; ++j) ln::chunk_sums(dy, x, mean, rstd, rows, C, k, j, partials);
+  for (int64_t j = 0; j < C; ++j) ln::chunks_total(partials, n, C, j, dw, db);
+}
+
+struct FusedLayerNorm : torch::autograd::Function<FusedLayerNorm> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& w, const torch::Tensor& b,
+                               torch::ScalarType out) {
+    auto rows = fused_layer_norm_rows(x, w, b, out);
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["mean"] = rows.mean;
+    ctx->saved_data["rstd"] = rows.rstd;
+    return rows.y;
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    auto g = fused_layer_norm_grads(grads[0].contiguous(), saved[0], saved[1],
+                                    ctx->saved_data["mean"].toTensor(),
+                                    ctx->saved_data["rstd"].toTensor());
+    return {g.dx, g.dweight, g.dbias, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+LayerNormRows fused_layer_norm_rows(const torch::Tensor& x, const torch::Tensor& w,
+                                    const torch::Tensor& b, torch::ScalarType out) {
+  check_norm_rows(x, w, b);
+  check_norm_type(out, "the output");
+  const int64_t rows = x.size(0), C = x.size(1);
+  const auto f32 = x.options().dtype(torch::kFloat32);
+  LayerNormRows r{kernel_output({rows, C}, x.options().dtype(out)), kernel_output({rows}, f32),
+                  kernel_output({rows}, f32)};
+  const KernelScope scope("wit::kernel::layer_norm_forward", {x, w, b}, {r.y, r.mean, r.rstd});
+  if (x.is_cuda()) {
+#ifdef WIT_MODEL_CUDA_KERNELS
+    const c10::cuda::CUDAGuard on_device(x.device());
+    check_norm_launch(
+        ln::forward_cuda(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), rows, C,
+                         r.y.data_ptr(), norm_kernel_type(out), r.mean.data_ptr<float>(),
+                         r.rstd.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()),
+        "forward");
+#endif
+  } else {
+    with_norm_type(r.y, [&](auto* y) {
+      norm_forward_host(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), rows, C, y,
+                        r.mean.data_ptr<float>(), r.rstd.data_ptr<float>());
+    });
+  }
+  return r;
+}
+
+LayerNormGrads fused_layer_norm_grads(const torch::Tensor& dy, const torch::Tensor& x,
+                                      const torch::Tensor& w, const torch::Tensor& mean,
+                                      const torch::Tensor& rstd) {
+  check_norm_rows(x, w, w);
+  check_norm_type(dy.scalar_type(), "the upstream gradient");
+  const int64_t rows = x.size(0), C = x.size(1);
+  WIT_CHECK(dy.sizes() == x.sizes() && dy.is_contiguous() && dy.device() == x.device(),
+            "fused layer norm: the upstream gradient must be a contiguous {} tensor on x's device",
+            c10::str(x.sizes()));
+  for (const auto* s : {&mean, &rstd})
+    WIT_CHECK(s->dim() == 1 && s->size(0) == rows && s->is_contiguous() &&
+                  s->scalar_type() == torch::kFloat32 && s->device() == x.device(),
+              "fused layer norm: {} rows need {} fp32 means and 1/stds on x's device", rows, rows);
+  const auto f32 = x.options().dtype(torch::kFloat32);
+  LayerNormGrads g{kernel_output({rows, C}, f32), kernel_output({C}, f32), kernel_output({C}, f32)};
+  torch::Tensor partials = kernel_output({2 * ln::chunks(rows), C}, f32);
+  const KernelScope scope("wit::kernel::layer_norm_backward", {dy, x, w, mean, rstd},
+                          {g.dx, g.dweight, g.dbias});
+  if (x.is_cuda()) {
+#ifdef WIT_MODEL_CUDA_KERNELS
+    const c10::cuda::CUDAGuard on_device(x.device());
+    check_norm_launch(
+        ln::backward_cuda(dy.data_ptr(), norm_kernel_type(dy.scalar_type()), x.data_ptr<float>(),
+                          w.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), rows,
+                          C, g.dx.data_ptr<float>(), partials.data_ptr<float>(),
+                          g.dweight.data_ptr<float>(), g.dbias.data_ptr<float>(),
+                          at::cuda::getCurrentCUDAStream().stream()),
+        "backward");
+#endif
+  } else {
+    with_norm_type(dy, [&](const auto* d) {
+      norm_backward_host(d, x.data_ptr<float>(), w.data_ptr<float>(), mean.data_ptr<float>(),
+                         rstd.data_ptr<float>(), rows, C, g.dx.data_ptr<float>(),
+                         partials.data_ptr<float>(), g.dweight.data_ptr<float>(),
+                         g.dbias.data_ptr<float>());
+    });
+  }
+  return g;
+}
+
+torch::Tensor fused_layer_norm(const torch::Tensor& x, const torch::Tensor& w,
+                               const torch::Tensor& b, torch::ScalarType out) {
+  const int64_t C = x.size(-1);
+  auto sizes = x.sizes().vec();
+  const torch::Tensor y =
+      FusedLayerNorm::apply(x.reshape({-1, C}).contiguous(), w.contiguous(), b.contiguous(), out);
+  return y.view(sizes);
+}
+
+torch::Tensor layer_norm(const GPTConfig& cfg, const torch::Tensor& x, const torch::Tensor& w,
+                         const torch::Tensor& b) {
+  if (cfg.layer_norm == "fused") {
+    const auto device = x.device().type();
+    const torch::ScalarType out = at::autocast::is_autocast_enabled(device)
+                                      ? at::autocast::get_autocast_dtype(device)
+                                      : x.scalar_type();
+    return fused_layer_norm(x, w, b, out);
+  }
+  WIT_CHECK(cfg.layer_norm == "ops", "model.layer_norm = {}", cfg.layer_norm);
+  return torch::layer_norm(x, {cfg.n_embd}, w, b, 1e-5);
+}
+
+}  // namespace wit::model

@@ -1,0 +1,45 @@
+// The fused layer norm (model.layer_norm = fused): one pass over the fp32 residual stream that
+// writes the normalised rows in the precision the matmul after it reads (bf16 under bf16
+// autocast), and one pass back from the matmul's bf16 gradient. ATen's form (torch::layer_norm)
+// under bf16 autocast writes fp32 rows that autocast then casts to bf16, and its backward takes
+// an fp32 copy of the bf16 gradient (docs/gpu.md, "The fused layer norm"). Same values to rounding; the
+// arithmetic is layer_norm_rows.h's, run by CUDA kernels on a GPU and by the same lanes in a loop
+// on the CPU, with the same bits on both (a NaN's encoding aside).
+#pragma once
+
+#include <torch/torch.h>
+
+#include "trainer/model/gpt.h"
+
+namespace wit::model {
+
+// The version of the arithmetic (layer_norm_rows.h: the lanes, the tree, the chunks, the
+// formulas): a run that uses the kernels records it, and a change to it is a new version.
+constexpr const char* kFusedLayerNormArithmetic = "wit-layer-norm-v1";
+
+// GPT-2's layer norm (eps 1e-5) over the last dimension of fp32 x, with weight and bias (C,),
+// written in `out` (fp32 or bf16); differentiable in x, weight and bias.
+torch::Tensor fused_layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias, torch::ScalarType out);
+
+// The model's layer norm by model.layer_norm: torch::layer_norm for "ops"; fused_layer_norm for
+// "fused", in bf16 where bf16 autocast is on for x's device (what the next matmul reads), else
+// in x's type.
+torch::Tensor layer_norm(const GPTConfig& cfg, const torch::Tensor& x, const torch::Tensor& weight,
+                         const torch::Tensor& bias);
+
+// The pieces, for tests: rows (rows, C) normalised into `out`, with each row's mean and 1/std
+// (fp32); and the gradients for the rows' upstream gradient dy (rows, C; fp32 or bf16).
+struct LayerNormRows {
+  torch::Tensor y, mean, rstd;
+};
+LayerNormRows fused_layer_norm_rows(const torch::Tensor& x, const torch::Tensor& weight,
+                                    const torch::Tensor& bias, torch::ScalarType out);
+struct LayerNormGrads {
+  torch::Tensor dx, dweight, dbias;
+};
+LayerNormGrads fused_layer_norm_grads(const torch::Tensor& dy, const torch::Tensor& x,
+                                      const torch::Tensor& weight, const torch::Tensor& mean,
+                                      const torch::Tensor& rstd);
+
+}  // namespace wit::model

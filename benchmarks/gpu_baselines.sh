@@ -5,6 +5,8 @@
 #   witness A/B     witnessing on vs off, paired, --pairs pairs (wit_bench_witness)
 #   fused CE        the same with model.cross_entropy=fused (its CUDA kernels, 3 pairs): the
 #                   witnessed step against the witness A/B's (not rehearsed: CUDA only)
+#   fused CE + LN   the same with model.layer_norm=fused too (3 pairs): what the fused layer
+#                   norm adds to the fused cross-entropy (not rehearsed: CUDA only)
 #   determinism     the plain step with torch's deterministic algorithms off, against on
 #   verify cost     replayed step time over trained step time, checkpoint load over a step
 #   reference       the same GPT in plain PyTorch (benchmarks/torch_reference.py), eager and
@@ -12,7 +14,7 @@
 #   same seed       two runs from the same seed: their witness chain heads must be identical
 #   two processes   N = 2 on the one GPU against N = 1 (refused where the backend cannot do it)
 #   profile         where a step's time goes: wit's step (wit_bench_step_profile; on a GPU also
-#                   with the fused cross-entropy) beside the reference's, eager and compiled,
+#                   with wit's fused kernels) beside the reference's, eager and compiled,
 #                   by kind of work (benchmarks/profile_table.py), with device busy time,
 #                   launches and host synchronisations per step; the profilers' Chrome traces
 #                   are kept, gzipped (trace_*.json.gz)
@@ -125,6 +127,8 @@ ab = load("witness_ab.json")
 s["witness_ab"] = ab
 fused = load("fused_ce.json")
 s["fused_cross_entropy"] = fused
+fused_ln = load("fused_ce_ln.json")
+s["fused_cross_entropy_layer_norm"] = fused_ln
 nd = load("nondeterministic.json")
 s["reference"] = {mode: load(f"reference_{mode}.json") for mode in ("eager", "compile")}
 s["profile"] = load("profile_table.json")
@@ -161,13 +165,16 @@ if ab:
     print(f"| {base} | witnessing on vs off, {ab['pairs']} pairs | {100 * (ab['pair_ratio'] - 1):+.2f} % [{100 * (ab['pair_lo'] - 1):+.1f}, {100 * (ab['pair_hi'] - 1):+.1f}] | <= 1 % |")
 if ab and fused:
     print(f"| {base} | witnessed step, fused cross-entropy vs ATen's (separate runs) | {fused['witnessed_s']:.3f} s vs {ab['witnessed_s']:.3f} s: {ab['witnessed_s'] / fused['witnessed_s']:.2f}x | report |")
+if fused and fused_ln:
+    print(f"| {base} | witnessed step, fused cross-entropy and layer norm vs the cross-entropy alone (separate runs) | {fused_ln['witnessed_s']:.3f} s vs {fused['witnessed_s']:.3f} s: {fused['witnessed_s'] / fused_ln['witnessed_s']:.2f}x | report |")
 for mode, r in s["reference"].items():
     if r and ab:
         wit_tps = r["tokens_per_step"] / ab["witnessed_s"]
         print(f"| {base} | wit (witnessed) vs PyTorch {mode}: tokens/s | {wit_tps:.0f} vs {r['tokens_per_s']:.0f}: {wit_tps / r['tokens_per_s']:.2f}x | >= 1.0x compile |")
-        if fused:
-            wit_tps = r["tokens_per_step"] / fused["witnessed_s"]
-            print(f"| {base} | wit, fused cross-entropy, vs PyTorch {mode}: tokens/s | {wit_tps:.0f} vs {r['tokens_per_s']:.0f}: {wit_tps / r['tokens_per_s']:.2f}x | >= 1.0x compile |")
+        for what, f in (("fused cross-entropy", fused), ("fused cross-entropy and layer norm", fused_ln)):
+            if f:
+                wit_tps = r["tokens_per_step"] / f["witnessed_s"]
+                print(f"| {base} | wit, {what}, vs PyTorch {mode}: tokens/s | {wit_tps:.0f} vs {r['tokens_per_s']:.0f}: {wit_tps / r['tokens_per_s']:.2f}x | >= 1.0x compile |")
 if s["determinism"]:
     print(f"| {base} | deterministic algorithms on vs off | {100 * s['determinism']['cost']:+.1f} % | report |")
 if "verify" in s:
@@ -226,6 +233,13 @@ elif part "fused cross-entropy (model.cross_entropy=fused), 3 pairs"; then
   grep '^json: ' "$out/fused_ce.log" | sed 's/^json: //' >"$results/fused_ce.json" || true
   summarise
 fi
+if [ $rehearse = 0 ] && part "fused cross-entropy and layer norm (model.layer_norm=fused too), 3 pairs"; then
+  "$bench" --data "$data" --config "$config" --name 124m-fused-ln --pairs 3 "${compute[@]}" "${base[@]}" \
+    --set model.cross_entropy=fused --set model.layer_norm=fused >"$out/fused_ce_ln.log" 2>&1 ||
+    { tail -3 "$out/fused_ce_ln.log"; say "the fused cross-entropy and layer norm run failed"; }
+  grep '^json: ' "$out/fused_ce_ln.log" | sed 's/^json: //' >"$results/fused_ce_ln.json" || true
+  summarise
+fi
 
 # --- the peer: the same GPT in plain PyTorch, eager and torch.compile ------------------------------
 # Same config, shapes, optimizer and precision as the witness A/B just before it.
@@ -258,10 +272,11 @@ if part "profile of wit's step (wit_bench_step_profile)"; then
     --warmup 2 --steps 2 --trace "$out/trace_wit.json" >"$out/profile_wit.log" 2>&1 ||
     { tail -3 "$out/profile_wit.log"; say "the profile of wit's step failed"; [ $rehearse = 0 ] || exit 1; }
   grep '^json: ' "$out/profile_wit.log" | sed 's/^json: //' >"$results/profile_wit.json" || true
-  # The same step with the fused cross-entropy, beside it (CUDA only).
+  # The same step with wit's fused kernels, beside it (CUDA only).
   if [ $rehearse = 0 ]; then
     "$build/benchmarks/wit_bench_step_profile" --data "$data" --config "$config" "${compute[@]}" "${base[@]}" \
-      --set model.cross_entropy=fused --warmup 2 --steps 2 --trace "$out/trace_wit-fused.json" \
+      --set model.cross_entropy=fused --set model.layer_norm=fused \
+      --warmup 2 --steps 2 --trace "$out/trace_wit-fused.json" \
       >"$out/profile_wit-fused.log" 2>&1 || { tail -3 "$out/profile_wit-fused.log"; say "the fused profile failed"; }
     grep '^json: ' "$out/profile_wit-fused.log" | sed 's/^json: //' >"$results/profile_wit-fused.json" || true
   fi

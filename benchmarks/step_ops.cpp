@@ -32,6 +32,7 @@
 #include "trainer/cpu_numerics.h"
 #include "trainer/device_ops.h"
 #include "trainer/model/cross_entropy.h"
+#include "trainer/model/layer_norm.h"
 #include "trainer/runtime.h"
 #include "trainer/step.h"
 
@@ -48,6 +49,10 @@ struct Counts {
   int64_t bytes = 0;  // kernel-shaped operations' tensor operands, inputs and outputs, when wanted
   std::map<std::string, int64_t> all, top, kernels;
   std::map<std::string, std::map<std::string, int64_t>> callers;  // kernel -> its caller's name
+  // Counted as kernels though they call one: operations whose CPU form calls a kernel-shaped one
+  // only to zero a scratch buffer, where a GPU runs their own kernels (set per count, before the
+  // hooks).
+  std::set<std::string> whole;
 };
 Counts counts;
 thread_local std::vector<bool> below_kernel;  // per operation in flight: called a kernel-shaped one
@@ -121,7 +126,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   in_flight.pop_back();
   const int64_t in_bytes = input_bytes.back();
   input_bytes.pop_back();
-  const bool kernel = !above && is_kernel_shaped(name);
+  const bool kernel = (!above || counts.whole.count(name) > 0) && is_kernel_shaped(name);
   if (kernel) {
     // The two nearest callers that are not views, nearest first ("aten::clone < aten::contiguous"
     // would be a view's; autograd's nodes name the backward of an operation).
@@ -153,9 +158,10 @@ struct Tally {
 
 // Runs `fn` with the hooks on; what it issued (and with `bytes`, its operands' bytes).
 template <class Fn>
-Tally count_ops(Fn&& fn, bool bytes = false) {
+Tally count_ops(Fn&& fn, bool bytes = false, std::set<std::string> whole = {}) {
   {
     std::lock_guard<std::mutex> lock(counts.mu);
+    counts.whole = std::move(whole);
     counts.all.clear();
     counts.top.clear();
     counts.kernels.clear();
@@ -206,6 +212,29 @@ std::pair<Tally, Tally> cross_entropy_tallies(const wit::RunConfig& rc) {
   return {count_ops([&] { loss(false); }, true), count_ops([&] { loss(true); }, true)};
 }
 
+// One layer norm of a micro-batch's residual stream, forward and backward, as a GPU computes it
+// under bf16: ATen's writes fp32 rows that autocast casts to bf16 for the next matmul (the cast
+// written out here), and takes that matmul's bf16 gradient back through the cast; the fused one
+// writes bf16 rows and reads the bf16 gradient.
+std::pair<Tally, Tally> layer_norm_tallies(const wit::RunConfig& rc) {
+  const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len, C = rc.model.n_embd;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(2);
+  const auto x0 = torch::randn({rows, C}, gen);
+  const auto dy = torch::randn({rows, C}, gen).to(torch::kBFloat16);
+  const auto w0 = torch::randn({C}, gen), b0 = torch::randn({C}, gen);
+  auto norm = [&](bool fused) {
+    auto x = x0.detach().requires_grad_(), w = w0.detach().requires_grad_(),
+         b = b0.detach().requires_grad_();
+    const auto y = fused ? wit::model::fused_layer_norm(x, w, b, torch::kBFloat16)
+                         : torch::layer_norm(x, {C}, w, b, 1e-5).to(torch::kBFloat16);
+    y.backward(dy);
+  };
+  norm(false), norm(true);  // warm-up
+  // The CPU's layer-norm backward zeroes a scratch buffer for its weight gradients first.
+  return {count_ops([&] { norm(false); }, true, {"aten::native_layer_norm_backward"}),
+          count_ops([&] { norm(true); }, true)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,7 +250,8 @@ int main(int argc, char** argv) {
                  "Counts the ATen operations of one training step (kernel launches on a GPU), "
                  "where they come from, and the host reads; then the GPU forms of AdamW, the "
                  "gradient norm and the weight sketch on the step's sizes; then the loss's "
-                 "kernels and operand bytes, ATen's and the fused cross-entropy's.\n"
+                 "kernels and operand bytes, ATen's and the fused cross-entropy's, and a layer "
+                 "norm's, ATen's and the fused one's.\n"
                  "Default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences, on "
                  "data/kjv.\n");
       return 0;
@@ -301,15 +331,28 @@ int main(int argc, char** argv) {
                aten_ce.kernels, aten_ce.bytes / rows, gb_at_16k(aten_ce));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.2f}\n", "fused (model.cross_entropy=fused)",
                fused_ce.kernels, fused_ce.bytes / rows, gb_at_16k(fused_ce));
+    const auto [aten_ln, fused_ln] = layer_norm_tallies(rc);
+    fmt::print("\none layer norm of a micro-batch's residual stream ({} rows x {}), forward and "
+               "backward, as a GPU computes it under bf16 autocast (the fused backward's one "
+               "scope is three launches):\n",
+               rows, rc.model.n_embd);
+    fmt::print("  {:<38} {:>8} {:>16} {:>22}\n", "", "kernels", "operand bytes/row",
+               "GB at 16 x 1024 rows");
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "ATen (model.layer_norm=ops)", aten_ln.kernels,
+               aten_ln.bytes / rows, gb_at_16k(aten_ln));
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused (model.layer_norm=fused)",
+               fused_ln.kernels, fused_ln.bytes / rows, gb_at_16k(fused_ln));
     fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
                "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
                "\"device_adamw\": [{}, {}, {:.4f}], \"device_norm\": [{}, {}, {:.4f}], "
                "\"device_sketch\": [{}, {}, {:.4f}], \"cross_entropy_aten\": [{}, {}], "
-               "\"cross_entropy_fused\": [{}, {}]}}\n",
+               "\"cross_entropy_fused\": [{}, {}], \"layer_norm_aten\": [{}, {}], "
+               "\"layer_norm_fused\": [{}, {}]}}\n",
                config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
                step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
                norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
-               aten_ce.bytes / rows, fused_ce.kernels, fused_ce.bytes / rows);
+               aten_ce.bytes / rows, fused_ce.kernels, fused_ce.bytes / rows, aten_ln.kernels,
+               aten_ln.bytes / rows, fused_ln.kernels, fused_ln.bytes / rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

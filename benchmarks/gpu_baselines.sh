@@ -7,6 +7,8 @@
 #                   witnessed step against the witness A/B's (not rehearsed: CUDA only)
 #   fused CE + LN   the same with model.layer_norm=fused too (3 pairs): what the fused layer
 #                   norm adds to the fused cross-entropy (not rehearsed: CUDA only)
+#   unpadded        the witness A/B's step with GPT-2's 50,257-row embedding table (3 pairs):
+#                   every other part pads it to 50,304 (model.vocab_pad=64, wit and reference)
 #   determinism     the plain step with torch's deterministic algorithms off, against on
 #   verify cost     replayed step time over trained step time, checkpoint load over a step
 #   reference       the same GPT in plain PyTorch (benchmarks/torch_reference.py), eager and
@@ -22,7 +24,8 @@
 #                   step, checkpoint write time, peak GPU memory
 # It prints the tables and writes everything to one JSON file (gpu-baselines.json in --out).
 # The parts run in the order of what they decide: gpu-check, the witness A/B, the fused
-# cross-entropy, the reference and the profiles, the 1.5B scale (its MFU), then the rest. The
+# kernels, the reference and the profiles, the 1.5B scale (its MFU), the unpadded vocabulary,
+# then the rest. The
 # JSON and the table (table.md) are rewritten after every part, so a run stopped early keeps
 # what finished; no part starts once --budget seconds have passed since the start (the skipped
 # ones are listed).
@@ -84,7 +87,8 @@ if [ $rehearse = 1 ]; then
 else
   build=build-gpu
   compute=(--set train.device=cuda --set train.precision=bf16 --set model.attention=flash)
-  base=(--set train.micro_batches=8 --set train.micro_batch_size=16)
+  # The embedding table padded to 50,304 rows, as nanoGPT's: the head's matmuls on aligned rows.
+  base=(--set train.micro_batches=8 --set train.micro_batch_size=16 --set model.vocab_pad=64)
   first_scale=gpt2-1.5b more_scales=(gpt2-350m gpt2-774m gpt-2b)
   scale_steps=6 scale_pairs=3 seed_steps=10
   config=configs/gpt2-124m.yaml
@@ -129,6 +133,8 @@ fused = load("fused_ce.json")
 s["fused_cross_entropy"] = fused
 fused_ln = load("fused_ce_ln.json")
 s["fused_cross_entropy_layer_norm"] = fused_ln
+unpadded = load("unpadded.json")
+s["unpadded_vocab"] = unpadded
 nd = load("nondeterministic.json")
 s["reference"] = {mode: load(f"reference_{mode}.json") for mode in ("eager", "compile")}
 s["profile"] = load("profile_table.json")
@@ -165,6 +171,8 @@ if ab:
     print(f"| {base} | witnessing on vs off, {ab['pairs']} pairs | {100 * (ab['pair_ratio'] - 1):+.2f} % [{100 * (ab['pair_lo'] - 1):+.1f}, {100 * (ab['pair_hi'] - 1):+.1f}] | <= 1 % |")
 if ab and fused:
     print(f"| {base} | witnessed step, fused cross-entropy vs ATen's (separate runs) | {fused['witnessed_s']:.3f} s vs {ab['witnessed_s']:.3f} s: {ab['witnessed_s'] / fused['witnessed_s']:.2f}x | report |")
+if ab and unpadded:
+    print(f"| {base} | witnessed step, embedding table padded to a multiple of 64 vs not (separate runs) | {ab['witnessed_s']:.3f} s vs {unpadded['witnessed_s']:.3f} s: {unpadded['witnessed_s'] / ab['witnessed_s']:.2f}x | report |")
 if fused and fused_ln:
     print(f"| {base} | witnessed step, fused cross-entropy and layer norm vs the cross-entropy alone (separate runs) | {fused_ln['witnessed_s']:.3f} s vs {fused['witnessed_s']:.3f} s: {fused['witnessed_s'] / fused_ln['witnessed_s']:.2f}x | report |")
 for mode, r in s["reference"].items():
@@ -310,6 +318,15 @@ scale() {  # NAME SETS...
 # The scale whose MFU the target names comes first.
 # shellcheck disable=SC2086
 scale ${first_scale}
+
+# --- GPT-2's unpadded vocabulary against the padded one of every other part ------------------------
+if part "unpadded vocabulary (model.vocab_pad=1), 3 pairs"; then
+  "$bench" --data "$data" --config "$config" --name 124m-unpadded --pairs 3 "${compute[@]}" "${base[@]}" \
+    --set model.vocab_pad=1 >"$out/unpadded.log" 2>&1 ||
+    { tail -3 "$out/unpadded.log"; say "the unpadded run failed"; [ $rehearse = 0 ] || exit 1; }
+  grep '^json: ' "$out/unpadded.log" | sed 's/^json: //' >"$results/unpadded.json" || true
+  summarise
+fi
 
 # --- deterministic algorithms off, for the cost ---------------------------------------------------
 if part "plain step with deterministic algorithms off"; then

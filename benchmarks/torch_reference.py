@@ -2,7 +2,9 @@
 """The peer wit's GPU step is measured against: the same GPT-2 in plain PyTorch (nanoGPT's
 shape of model: pre-LayerNorm blocks, causal scaled-dot-product attention, tanh GELU, tied
 embeddings; AdamW, gradient clipping, gradient accumulation over micro-batches), eager or under
-torch.compile, with the shapes, optimizer settings and precision of a wit config. For
+torch.compile, with the shapes, optimizer settings and precision of a wit config (its
+model.vocab_pad too: the embedding table rounded up to a multiple of it, as nanoGPT's 50,304 rows
+for GPT-2's 50,257; the extra rows are never a target). For
 benchmarking only: nothing here is witnessed or deterministic, and wit never imports it.
 
 The tokens are drawn uniformly from the vocabulary with a fixed seed (a dense model's step time
@@ -47,6 +49,12 @@ def config_from(path, sets):
     return cfg
 
 
+def padded_vocab(m):
+    """The embedding table's rows: model.vocab_size rounded up to model.vocab_pad, as wit does."""
+    pad = int(m.get("vocab_pad", 1))
+    return (m["vocab_size"] + pad - 1) // pad * pad
+
+
 class Block(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
@@ -71,7 +79,7 @@ class GPT(nn.Module):
     def __init__(self, m):
         super().__init__()
         d = m["n_embd"]
-        self.wte = nn.Embedding(m["vocab_size"], d)
+        self.wte = nn.Embedding(padded_vocab(m), d)
         self.wpe = nn.Embedding(m["context"], d)
         self.blocks = nn.ModuleList(Block(d, m["n_head"]) for _ in range(m["n_layer"]))
         self.ln_f = nn.LayerNorm(d)

@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -235,6 +236,34 @@ std::pair<Tally, Tally> layer_norm_tallies(const wit::RunConfig& rc) {
           count_ops([&] { norm(true); }, true)};
 }
 
+// The same with the attention's residual add in front (a block's second layer norm): the bf16
+// branch added to the fp32 stream, whose sum is normalised and also used after the block (its
+// gradient from there is summed with the layer norm's, and cast to bf16 for the branch).
+std::pair<Tally, Tally> add_layer_norm_tallies(const wit::RunConfig& rc) {
+  const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len, C = rc.model.n_embd;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto r0 = torch::randn({rows, C}, gen);
+  const auto br0 = torch::randn({rows, C}, gen).to(torch::kBFloat16);
+  const auto dsum = torch::randn({rows, C}, gen);
+  const auto dy = torch::randn({rows, C}, gen).to(torch::kBFloat16);
+  const auto w0 = torch::randn({C}, gen), b0 = torch::randn({C}, gen);
+  auto norm = [&](bool fused) {
+    auto r = r0.detach().requires_grad_(), br = br0.detach().requires_grad_(),
+         w = w0.detach().requires_grad_(), b = b0.detach().requires_grad_();
+    torch::Tensor x, h;
+    if (fused) {
+      std::tie(x, h) = wit::model::fused_add_layer_norm(r, br, w, b, torch::kBFloat16);
+    } else {
+      x = r + br;
+      h = torch::layer_norm(x, {C}, w, b, 1e-5).to(torch::kBFloat16);
+    }
+    torch::autograd::backward({x, h}, {dsum, dy});
+  };
+  norm(false), norm(true);  // warm-up
+  return {count_ops([&] { norm(false); }, true, {"aten::native_layer_norm_backward"}),
+          count_ops([&] { norm(true); }, true)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -342,17 +371,24 @@ int main(int argc, char** argv) {
                aten_ln.bytes / rows, gb_at_16k(aten_ln));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused (model.layer_norm=fused)",
                fused_ln.kernels, fused_ln.bytes / rows, gb_at_16k(fused_ln));
+    const auto [aten_add, fused_add] = add_layer_norm_tallies(rc);
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "ATen, residual add in front", aten_add.kernels,
+               aten_add.bytes / rows, gb_at_16k(aten_add));
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused, residual add in front",
+               fused_add.kernels, fused_add.bytes / rows, gb_at_16k(fused_add));
     fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
                "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
                "\"device_adamw\": [{}, {}, {:.4f}], \"device_norm\": [{}, {}, {:.4f}], "
                "\"device_sketch\": [{}, {}, {:.4f}], \"cross_entropy_aten\": [{}, {}], "
                "\"cross_entropy_fused\": [{}, {}], \"layer_norm_aten\": [{}, {}], "
-               "\"layer_norm_fused\": [{}, {}]}}\n",
+               "\"layer_norm_fused\": [{}, {}], \"add_layer_norm_aten\": [{}, {}], "
+               "\"add_layer_norm_fused\": [{}, {}]}}\n",
                config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
                step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
                norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
                aten_ce.bytes / rows, fused_ce.kernels, fused_ce.bytes / rows, aten_ln.kernels,
-               aten_ln.bytes / rows, fused_ln.kernels, fused_ln.bytes / rows);
+               aten_ln.bytes / rows, fused_ln.kernels, fused_ln.bytes / rows, aten_add.kernels,
+               aten_add.bytes / rows, fused_add.kernels, fused_add.bytes / rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 
 #include "core/error.h"
 #include "record/run_config.h"
@@ -91,6 +92,53 @@ TEST(FusedLayerNorm, WritesBf16RowsAndReadsBf16Gradients) {
   EXPECT_TRUE(torch::equal(bf16.dw, f32.dw));
   EXPECT_TRUE(torch::equal(bf16.db, f32.db));
   EXPECT_EQ(bf16.dx.scalar_type(), torch::kFloat32);  // the residual stream's type
+}
+
+// The residual add fused in front has the bits of libtorch's add followed by the fused layer norm:
+// the sum, the rows and every gradient (autograd's sum of the sum's two gradients included), for
+// an fp32 and a bf16 branch, with and without a gradient reaching the sum from after the block.
+TEST(FusedLayerNorm, TheFusedResidualAddHasTheBitsOfTheAddThenTheNorm) {
+  for (auto type : {torch::kFloat32, torch::kBFloat16}) {
+    const Case c = random_case(130, 96, 1.0, 0.5, 21);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(22);
+    const auto branch0 = torch::randn({130, 96}, gen).to(type);
+    const auto dsum = torch::randn({130, 96}, gen);
+    const auto dy = c.dy.to(type);
+    for (bool through_sum : {true, false}) {
+      auto run = [&](bool fused) {
+        auto residual = c.x.detach().clone().requires_grad_();
+        auto branch = branch0.detach().clone().requires_grad_();
+        auto w = c.w.detach().clone().requires_grad_();
+        auto b = c.b.detach().clone().requires_grad_();
+        torch::Tensor x, h;
+        if (fused) {
+          std::tie(x, h) = model::fused_add_layer_norm(residual, branch, w, b, type);
+        } else {
+          x = residual + branch;
+          h = model::fused_layer_norm(x, w, b, type);
+        }
+        if (through_sum)
+          torch::autograd::backward({x, h}, {dsum, dy});
+        else
+          torch::autograd::backward({h}, {dy});
+        return std::vector<torch::Tensor>{x.detach(),    h.detach(), residual.grad(),
+                                          branch.grad(), w.grad(),   b.grad()};
+      };
+      const auto want = run(false), got = run(true);
+      const char* names[] = {"sum",
+                             "rows",
+                             "residual's gradient",
+                             "branch's gradient",
+                             "weight's gradient",
+                             "bias's gradient"};
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i].scalar_type(), want[i].scalar_type()) << names[i];
+        EXPECT_TRUE(torch::equal(got[i], want[i]))
+            << names[i] << ", branch " << c10::toString(type)
+            << (through_sum ? ", with" : ", without") << " a gradient of the sum";
+      }
+    }
+  }
 }
 
 // bf16 autocast on the CPU, standing in for a GPU step's on CUDA.
@@ -247,6 +295,21 @@ TEST(DeviceOpsCuda, FusedLayerNormKernels) {
         EXPECT_TRUE(torch::equal(g.dx.cpu(), want_g.dx)) << at;
         EXPECT_TRUE(torch::equal(g.dweight.cpu(), want_g.dweight)) << at;
         EXPECT_TRUE(torch::equal(g.dbias.cpu(), want_g.dbias)) << at;
+        // With the residual add fused in front (the branch in the output's type, as under
+        // autocast), and the sum's gradient added.
+        const auto branch = c.dy.flip(0).to(type), upstream = c.x.flip(1).contiguous();
+        const auto fa = model::fused_add_layer_norm_rows(c.x.to(gpu), branch.to(gpu), c.w.to(gpu),
+                                                         c.b.to(gpu), type);
+        const auto want_a = model::fused_add_layer_norm_rows(c.x, branch, c.w, c.b, type);
+        const auto ga = model::fused_add_layer_norm_grads(dy.to(gpu), upstream.to(gpu), fa.sum,
+                                                          c.w.to(gpu), fa.mean, fa.rstd, type);
+        const auto want_ga = model::fused_add_layer_norm_grads(dy, upstream, want_a.sum, c.w,
+                                                               want_a.mean, want_a.rstd, type);
+        EXPECT_TRUE(torch::equal(fa.sum.cpu(), want_a.sum)) << at;
+        EXPECT_TRUE(torch::equal(fa.y.cpu(), want_a.y)) << at;
+        EXPECT_TRUE(torch::equal(ga.dx.cpu(), want_ga.dx)) << at;
+        EXPECT_TRUE(torch::equal(ga.dbranch.cpu(), want_ga.dbranch)) << at;
+        EXPECT_TRUE(torch::equal(ga.dweight.cpu(), want_ga.dweight)) << at;
       }
     }
 }

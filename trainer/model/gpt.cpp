@@ -161,9 +161,10 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
     y = torch::matmul(att, v);
   }
   y = y.transpose(1, 2).contiguous().view({B, T, C});
-  auto x = x_in + dropout(torch::linear(y, projw, projb));
+  // The attention's residual and the MLP's layer norm (one pass each way when fused).
+  torch::Tensor x;
+  std::tie(x, h) = add_layer_norm(cfg, x_in, dropout(torch::linear(y, projw, projb)), ln2w, ln2b);
   // MLP
-  h = layer_norm(cfg, x, ln2w, ln2b);
   h = torch::gelu(torch::linear(h, fcw, fcb), "tanh");
   return x + dropout(torch::linear(h, fc2w, fc2b));
 }

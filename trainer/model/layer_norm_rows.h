@@ -75,6 +75,13 @@ WIT_KERNEL_HD float y_at(float x, float mean, float rstd, float w, float b) {
   return xhat_at(x, mean, rstd) * w + b;
 }
 
+// The residual add fused in front of a layer norm: the branch widened to fp32 and added, as
+// libtorch adds an fp32 and a bf16 tensor; in the backward, the gradient reaching the sum from
+// after the block added to the layer norm's (autograd's sum of the two: + commutes, so the bits
+// are the unfused graph's).
+WIT_KERNEL_HD float sum_at(float residual, float branch) { return residual + branch; }
+WIT_KERNEL_HD float total_grad_at(float dx, float upstream) { return dx + upstream; }
+
 // dx from the row's sums of g and g * xhat.
 WIT_KERNEL_HD float dx_at(float g, float xhat, float sum_g, float sum_gx, float rstd, int64_t C) {
   return (g - sum_g / float(C) - xhat * (sum_gx / float(C))) * rstd;

@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
     --budget) budget=$2; shift 2 ;;
     --rehearse) rehearse=1; shift ;;
     --build) given_build=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_baselines: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

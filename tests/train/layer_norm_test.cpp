@@ -104,7 +104,9 @@ TEST(FusedLayerNorm, TheFusedResidualAddHasTheBitsOfTheAddThenTheNorm) {
     const auto branch0 = torch::randn({130, 96}, gen).to(type);
     const auto dsum = torch::randn({130, 96}, gen);
     const auto dy = c.dy.to(type);
-    for (bool through_sum : {true, false}) {
+    // Gradients reaching the sum from after the block, the rows, or both.
+    enum Through { kBoth, kRows, kSum };
+    for (Through through : {kBoth, kRows, kSum}) {
       auto run = [&](bool fused) {
         auto residual = c.x.detach().clone().requires_grad_();
         auto branch = branch0.detach().clone().requires_grad_();
@@ -117,10 +119,9 @@ TEST(FusedLayerNorm, TheFusedResidualAddHasTheBitsOfTheAddThenTheNorm) {
           x = residual + branch;
           h = model::fused_layer_norm(x, w, b, type);
         }
-        if (through_sum)
-          torch::autograd::backward({x, h}, {dsum, dy});
-        else
-          torch::autograd::backward({h}, {dy});
+        if (through == kBoth) torch::autograd::backward({x, h}, {dsum, dy});
+        if (through == kRows) torch::autograd::backward({h}, {dy});
+        if (through == kSum) torch::autograd::backward({x}, {dsum});
         return std::vector<torch::Tensor>{x.detach(),    h.detach(), residual.grad(),
                                           branch.grad(), w.grad(),   b.grad()};
       };
@@ -132,10 +133,15 @@ TEST(FusedLayerNorm, TheFusedResidualAddHasTheBitsOfTheAddThenTheNorm) {
                              "weight's gradient",
                              "bias's gradient"};
       for (size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(got[i].scalar_type(), want[i].scalar_type()) << names[i];
-        EXPECT_TRUE(torch::equal(got[i], want[i]))
-            << names[i] << ", branch " << c10::toString(type)
-            << (through_sum ? ", with" : ", without") << " a gradient of the sum";
+        const std::string at = std::string(names[i]) + ", branch " + c10::toString(type) +
+                               ", gradients through " +
+                               (through == kBoth   ? "both"
+                                : through == kRows ? "the rows"
+                                                   : "the sum");
+        ASSERT_EQ(got[i].defined(), want[i].defined()) << at;
+        if (!want[i].defined()) continue;  // the weights get none through the sum alone
+        ASSERT_EQ(got[i].scalar_type(), want[i].scalar_type()) << at;
+        EXPECT_TRUE(torch::equal(got[i], want[i])) << at;
       }
     }
   }
@@ -310,6 +316,17 @@ TEST(DeviceOpsCuda, FusedLayerNormKernels) {
         EXPECT_TRUE(torch::equal(ga.dx.cpu(), want_ga.dx)) << at;
         EXPECT_TRUE(torch::equal(ga.dbranch.cpu(), want_ga.dbranch)) << at;
         EXPECT_TRUE(torch::equal(ga.dweight.cpu(), want_ga.dweight)) << at;
+        EXPECT_TRUE(torch::equal(ga.dbias.cpu(), want_ga.dbias)) << at;
+        EXPECT_TRUE(torch::equal(fa.mean.cpu(), want_a.mean) &&
+                    torch::equal(fa.rstd.cpu(), want_a.rstd))
+            << at;
+        // No gradient of the sum from after the block: dx is the layer norm's alone.
+        const auto gn = model::fused_add_layer_norm_grads(dy.to(gpu), torch::Tensor(), fa.sum,
+                                                          c.w.to(gpu), fa.mean, fa.rstd, type);
+        const auto want_gn = model::fused_add_layer_norm_grads(dy, torch::Tensor(), want_a.sum, c.w,
+                                                               want_a.mean, want_a.rstd, type);
+        EXPECT_TRUE(torch::equal(gn.dx.cpu(), want_gn.dx)) << at;
+        EXPECT_TRUE(torch::equal(gn.dbranch.cpu(), want_gn.dbranch)) << at;
       }
     }
 }

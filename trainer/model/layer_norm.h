@@ -33,7 +33,8 @@ torch::Tensor layer_norm(const GPTConfig& cfg, const torch::Tensor& x, const tor
 // sum = residual + branch (fp32 + the branch, fp32 or bf16, widened as libtorch's add widens it)
 // and its layer norm in one pass each way: a block's attention residual and its MLP's layer norm.
 // Returns (sum, the normalised rows in `out`), differentiable in all four, with the bits of the
-// add followed by fused_layer_norm (autograd's sum of the sum's two gradients included).
+// add followed by fused_layer_norm (autograd's sum of the sum's two gradients included; a NaN's
+// encoding aside).
 std::pair<torch::Tensor, torch::Tensor> fused_add_layer_norm(const torch::Tensor& residual,
                                                              const torch::Tensor& branch,
                                                              const torch::Tensor& weight,

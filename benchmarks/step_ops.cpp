@@ -214,52 +214,36 @@ std::pair<Tally, Tally> cross_entropy_tallies(const wit::RunConfig& rc) {
 }
 
 // One layer norm of a micro-batch's residual stream, forward and backward, as a GPU computes it
-// under bf16: ATen's writes fp32 rows that autocast casts to bf16 for the next matmul (the cast
-// written out here), and takes that matmul's bf16 gradient back through the cast; the fused one
-// writes bf16 rows and reads the bf16 gradient.
-std::pair<Tally, Tally> layer_norm_tallies(const wit::RunConfig& rc) {
+// under bf16: libtorch's writes fp32 rows that autocast casts to bf16 for the next matmul (the
+// cast written out here), and takes that matmul's bf16 gradient back through the cast; the fused
+// one writes bf16 rows and reads the bf16 gradient. With `add`, a block's second layer norm: the
+// bf16 branch added to the fp32 stream in front, the sum also used after the block (its gradient
+// from there summed with the layer norm's, and cast to bf16 for the branch).
+std::pair<Tally, Tally> layer_norm_tallies(const wit::RunConfig& rc, bool add) {
   const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len, C = rc.model.n_embd;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(2);
-  const auto x0 = torch::randn({rows, C}, gen);
+  const auto x0 = torch::randn({rows, C}, gen), dsum = torch::randn({rows, C}, gen);
+  const auto br0 = torch::randn({rows, C}, gen).to(torch::kBFloat16);
   const auto dy = torch::randn({rows, C}, gen).to(torch::kBFloat16);
   const auto w0 = torch::randn({C}, gen), b0 = torch::randn({C}, gen);
   auto norm = [&](bool fused) {
-    auto x = x0.detach().requires_grad_(), w = w0.detach().requires_grad_(),
-         b = b0.detach().requires_grad_();
-    const auto y = fused ? wit::model::fused_layer_norm(x, w, b, torch::kBFloat16)
-                         : torch::layer_norm(x, {C}, w, b, 1e-5).to(torch::kBFloat16);
-    y.backward(dy);
+    auto x = x0.detach().requires_grad_(), br = br0.detach().requires_grad_(),
+         w = w0.detach().requires_grad_(), b = b0.detach().requires_grad_();
+    torch::Tensor sum, h;
+    if (fused && add) {
+      std::tie(sum, h) = wit::model::fused_add_layer_norm(x, br, w, b, torch::kBFloat16);
+    } else {
+      const torch::Tensor in = add ? (sum = x + br) : x;
+      h = fused ? wit::model::fused_layer_norm(in, w, b, torch::kBFloat16)
+                : torch::layer_norm(in, {C}, w, b, 1e-5).to(torch::kBFloat16);
+    }
+    if (add)
+      torch::autograd::backward({sum, h}, {dsum, dy});
+    else
+      h.backward(dy);
   };
   norm(false), norm(true);  // warm-up
   // The CPU's layer-norm backward zeroes a scratch buffer for its weight gradients first.
-  return {count_ops([&] { norm(false); }, true, {"aten::native_layer_norm_backward"}),
-          count_ops([&] { norm(true); }, true)};
-}
-
-// The same with the attention's residual add in front (a block's second layer norm): the bf16
-// branch added to the fp32 stream, whose sum is normalised and also used after the block (its
-// gradient from there is summed with the layer norm's, and cast to bf16 for the branch).
-std::pair<Tally, Tally> add_layer_norm_tallies(const wit::RunConfig& rc) {
-  const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len, C = rc.model.n_embd;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
-  const auto r0 = torch::randn({rows, C}, gen);
-  const auto br0 = torch::randn({rows, C}, gen).to(torch::kBFloat16);
-  const auto dsum = torch::randn({rows, C}, gen);
-  const auto dy = torch::randn({rows, C}, gen).to(torch::kBFloat16);
-  const auto w0 = torch::randn({C}, gen), b0 = torch::randn({C}, gen);
-  auto norm = [&](bool fused) {
-    auto r = r0.detach().requires_grad_(), br = br0.detach().requires_grad_(),
-         w = w0.detach().requires_grad_(), b = b0.detach().requires_grad_();
-    torch::Tensor x, h;
-    if (fused) {
-      std::tie(x, h) = wit::model::fused_add_layer_norm(r, br, w, b, torch::kBFloat16);
-    } else {
-      x = r + br;
-      h = torch::layer_norm(x, {C}, w, b, 1e-5).to(torch::kBFloat16);
-    }
-    torch::autograd::backward({x, h}, {dsum, dy});
-  };
-  norm(false), norm(true);  // warm-up
   return {count_ops([&] { norm(false); }, true, {"aten::native_layer_norm_backward"}),
           count_ops([&] { norm(true); }, true)};
 }
@@ -360,7 +344,7 @@ int main(int argc, char** argv) {
                aten_ce.kernels, aten_ce.bytes / rows, gb_at_16k(aten_ce));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.2f}\n", "fused (model.cross_entropy=fused)",
                fused_ce.kernels, fused_ce.bytes / rows, gb_at_16k(fused_ce));
-    const auto [aten_ln, fused_ln] = layer_norm_tallies(rc);
+    const auto [aten_ln, fused_ln] = layer_norm_tallies(rc, /*add=*/false);
     fmt::print("\none layer norm of a micro-batch's residual stream ({} rows x {}), forward and "
                "backward, as a GPU computes it under bf16 autocast (the fused backward's one "
                "scope is three launches):\n",
@@ -371,7 +355,7 @@ int main(int argc, char** argv) {
                aten_ln.bytes / rows, gb_at_16k(aten_ln));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused (model.layer_norm=fused)",
                fused_ln.kernels, fused_ln.bytes / rows, gb_at_16k(fused_ln));
-    const auto [aten_add, fused_add] = add_layer_norm_tallies(rc);
+    const auto [aten_add, fused_add] = layer_norm_tallies(rc, /*add=*/true);
     fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "ATen, residual add in front", aten_add.kernels,
                aten_add.bytes / rows, gb_at_16k(aten_add));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused, residual add in front",

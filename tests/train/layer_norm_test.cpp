@@ -280,6 +280,29 @@ TEST(FusedLayerNorm, ARunCommitsItAndTheCpuRefusesIt) {
 
 // On a GPU (launch/gpu-check runs it; skipped here): the kernels give the CPU form's bits exactly,
 // every output, both output and gradient types, and again on a second run.
+// Every output of a GPU run bit for bit equal to the CPU form's (both undefined where neither has
+// one: a plain layer norm's sum and branch gradient).
+void expect_same_tensors(const std::vector<torch::Tensor>& gpu,
+                         const std::vector<torch::Tensor>& cpu, const std::string& at) {
+  const char* names[] = {"first", "second", "third", "fourth"};
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_EQ(gpu[i].defined(), cpu[i].defined()) << at << ": output " << names[i];
+    if (cpu[i].defined())
+      EXPECT_TRUE(torch::equal(gpu[i].cpu(), cpu[i])) << at << ": output " << names[i];
+  }
+}
+void expect_same(const model::LayerNormRows& gpu, const model::LayerNormRows& cpu,
+                 const std::string& at) {
+  expect_same_tensors({gpu.y, gpu.mean, gpu.rstd, gpu.sum}, {cpu.y, cpu.mean, cpu.rstd, cpu.sum},
+                      at + " (y, mean, rstd, sum)");
+}
+void expect_same(const model::LayerNormGrads& gpu, const model::LayerNormGrads& cpu,
+                 const std::string& at) {
+  expect_same_tensors({gpu.dx, gpu.dweight, gpu.dbias, gpu.dbranch},
+                      {cpu.dx, cpu.dweight, cpu.dbias, cpu.dbranch},
+                      at + " (dx, dweight, dbias, dbranch)");
+}
+
 TEST(DeviceOpsCuda, FusedLayerNormKernels) {
   if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   const torch::Device gpu(torch::kCUDA, 0);
@@ -288,45 +311,31 @@ TEST(DeviceOpsCuda, FusedLayerNormKernels) {
          std::vector<std::pair<int64_t, int64_t>>{{5, 1}, {9, 33}, {130, 768}, {1000, 1600}}) {
       const Case c = random_case(rows, C, 2.0, 0.5, uint64_t(C));
       const auto dy = c.dy.to(type);
+      // With the residual add fused in front: the branch in the output's type, as under
+      // autocast, and with and without the sum's gradient from after the block.
+      const auto branch = c.dy.flip(0).to(type), upstream = c.x.flip(1).contiguous();
       const auto want = model::fused_layer_norm_rows(c.x, c.w, c.b, type);
+      const auto want_a = model::fused_add_layer_norm_rows(c.x, branch, c.w, c.b, type);
       const auto want_g = model::fused_layer_norm_grads(dy, c.x, c.w, want.mean, want.rstd);
+      const auto want_ga = model::fused_add_layer_norm_grads(dy, upstream, want_a.sum, c.w,
+                                                             want_a.mean, want_a.rstd, type);
+      const auto want_gn = model::fused_add_layer_norm_grads(dy, torch::Tensor(), want_a.sum, c.w,
+                                                             want_a.mean, want_a.rstd, type);
+      const auto x = c.x.to(gpu), w = c.w.to(gpu), b = c.b.to(gpu), d = dy.to(gpu);
       for (int repeat = 0; repeat < 2; ++repeat) {
-        const auto f = model::fused_layer_norm_rows(c.x.to(gpu), c.w.to(gpu), c.b.to(gpu), type);
-        const auto g =
-            model::fused_layer_norm_grads(dy.to(gpu), c.x.to(gpu), c.w.to(gpu), f.mean, f.rstd);
-        const std::string at = std::to_string(rows) + "x" + std::to_string(C);
-        EXPECT_TRUE(torch::equal(f.y.cpu(), want.y)) << at;
-        EXPECT_TRUE(torch::equal(f.mean.cpu(), want.mean)) << at;
-        EXPECT_TRUE(torch::equal(f.rstd.cpu(), want.rstd)) << at;
-        EXPECT_TRUE(torch::equal(g.dx.cpu(), want_g.dx)) << at;
-        EXPECT_TRUE(torch::equal(g.dweight.cpu(), want_g.dweight)) << at;
-        EXPECT_TRUE(torch::equal(g.dbias.cpu(), want_g.dbias)) << at;
-        // With the residual add fused in front (the branch in the output's type, as under
-        // autocast), and the sum's gradient added.
-        const auto branch = c.dy.flip(0).to(type), upstream = c.x.flip(1).contiguous();
-        const auto fa = model::fused_add_layer_norm_rows(c.x.to(gpu), branch.to(gpu), c.w.to(gpu),
-                                                         c.b.to(gpu), type);
-        const auto want_a = model::fused_add_layer_norm_rows(c.x, branch, c.w, c.b, type);
-        const auto ga = model::fused_add_layer_norm_grads(dy.to(gpu), upstream.to(gpu), fa.sum,
-                                                          c.w.to(gpu), fa.mean, fa.rstd, type);
-        const auto want_ga = model::fused_add_layer_norm_grads(dy, upstream, want_a.sum, c.w,
-                                                               want_a.mean, want_a.rstd, type);
-        EXPECT_TRUE(torch::equal(fa.sum.cpu(), want_a.sum)) << at;
-        EXPECT_TRUE(torch::equal(fa.y.cpu(), want_a.y)) << at;
-        EXPECT_TRUE(torch::equal(ga.dx.cpu(), want_ga.dx)) << at;
-        EXPECT_TRUE(torch::equal(ga.dbranch.cpu(), want_ga.dbranch)) << at;
-        EXPECT_TRUE(torch::equal(ga.dweight.cpu(), want_ga.dweight)) << at;
-        EXPECT_TRUE(torch::equal(ga.dbias.cpu(), want_ga.dbias)) << at;
-        EXPECT_TRUE(torch::equal(fa.mean.cpu(), want_a.mean) &&
-                    torch::equal(fa.rstd.cpu(), want_a.rstd))
-            << at;
-        // No gradient of the sum from after the block: dx is the layer norm's alone.
-        const auto gn = model::fused_add_layer_norm_grads(dy.to(gpu), torch::Tensor(), fa.sum,
-                                                          c.w.to(gpu), fa.mean, fa.rstd, type);
-        const auto want_gn = model::fused_add_layer_norm_grads(dy, torch::Tensor(), want_a.sum, c.w,
-                                                               want_a.mean, want_a.rstd, type);
-        EXPECT_TRUE(torch::equal(gn.dx.cpu(), want_gn.dx)) << at;
-        EXPECT_TRUE(torch::equal(gn.dbranch.cpu(), want_gn.dbranch)) << at;
+        const std::string at = std::to_string(rows) + "x" + std::to_string(C) + " " +
+                               c10::toString(type) + ", run " + std::to_string(repeat + 1);
+        const auto f = model::fused_layer_norm_rows(x, w, b, type);
+        expect_same(f, want, at);
+        expect_same(model::fused_layer_norm_grads(d, x, w, f.mean, f.rstd), want_g, at);
+        const auto fa = model::fused_add_layer_norm_rows(x, branch.to(gpu), w, b, type);
+        expect_same(fa, want_a, at + ", with the add");
+        expect_same(model::fused_add_layer_norm_grads(d, upstream.to(gpu), fa.sum, w, fa.mean,
+                                                      fa.rstd, type),
+                    want_ga, at + ", with the add");
+        expect_same(model::fused_add_layer_norm_grads(d, torch::Tensor(), fa.sum, w, fa.mean,
+                                                      fa.rstd, type),
+                    want_gn, at + ", with the add, no gradient of the sum");
       }
     }
 }

@@ -145,11 +145,12 @@ LayerNormRows forward_rows(const torch::Tensor& x, const torch::Tensor& w, const
               c10::str(x.sizes()));
     r.sum = kernel_output({rows, C}, f32);
   }
-  const KernelScope scope(
-      "wit::kernel::layer_norm_forward",
-      add ? std::vector<c10::IValue>{x, add->branch, w, b} : std::vector<c10::IValue>{x, w, b},
-      add ? std::vector<c10::IValue>{r.sum, r.y, r.mean, r.rstd}
-          : std::vector<c10::IValue>{r.y, r.mean, r.rstd});
+  std::vector<c10::IValue> in{x, w, b}, outs{r.y, r.mean, r.rstd};
+  if (add) {
+    in.push_back(add->branch);
+    outs.push_back(r.sum);
+  }
+  const KernelScope scope("wit::kernel::layer_norm_forward", std::move(in), std::move(outs));
   float* sum = add ? r.sum.data_ptr<float>() : nullptr;
   const float* residual = add ? x.data_ptr<float>() : nullptr;
   if (x.is_cuda()) {
@@ -169,13 +170,16 @@ LayerNormRows forward_rows(const torch::Tensor& x, const torch::Tensor& w, const
         "forward");
 #endif
   } else {
-    const torch::Tensor branch = add ? add->branch : x;  // x: an fp32 stand-in, never read
     with_norm_type(r.y, [&](auto* y) {
-      with_norm_type(branch, [&](const auto* br) {
+      auto run = [&](const auto* branch) {
         norm_forward_host(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), rows, C, y,
-                          r.mean.data_ptr<float>(), r.rstd.data_ptr<float>(), residual,
-                          add ? br : nullptr, sum);
-      });
+                          r.mean.data_ptr<float>(), r.rstd.data_ptr<float>(), residual, branch,
+                          sum);
+      };
+      if (add)
+        with_norm_type(add->branch, run);
+      else
+        run(static_cast<const float*>(nullptr));
     });
   }
   return r;

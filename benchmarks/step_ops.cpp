@@ -259,14 +259,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      fmt::print("usage: wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]\n"
-                 "Counts the ATen operations of one training step (kernel launches on a GPU), "
-                 "where they come from, and the host reads; then the GPU forms of AdamW, the "
-                 "gradient norm and the weight sketch on the step's sizes; then the loss's "
-                 "kernels and operand bytes, ATen's and the fused cross-entropy's, and a layer "
-                 "norm's, ATen's and the fused one's.\n"
-                 "Default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences, on "
-                 "data/kjv.\n");
+      fmt::print(
+          "usage: wit_bench_step_ops [--data DIR] [--config FILE] [--set KEY=VALUE ...]\n"
+          "Counts the ATen operations of one training step (kernel launches on a GPU), "
+          "where they come from, and the host reads; then the GPU forms of AdamW, the "
+          "gradient norm and the weight sketch on the step's sizes, and the optimizer's "
+          "fused kernels (optim.kernels=fused) beside libtorch's operations; then the loss's "
+          "kernels and operand bytes, ATen's and the fused cross-entropy's, and a layer "
+          "norm's, ATen's and the fused one's.\n"
+          "Default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences, on "
+          "data/kjv.\n");
       return 0;
     }
     if ((a == "--data" || a == "--config" || a == "--set") && i + 1 < argc) {
@@ -316,8 +318,14 @@ int main(int argc, char** argv) {
     const auto segments = L.local_segments();
     const wit::optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
     wit::adamw_update_by_ops(p, g, m, v, n, segments, 1, h);  // warm-up (builds what it keeps)
-    const Tally adamw = count_ops([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 2, h); });
-    const Tally norm = count_ops([&] { wit::grad_norm_partials_by_ops(g, n); });
+    const Tally adamw =
+        count_ops([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 2, h); }, true);
+    const Tally norm = count_ops([&] { wit::grad_norm_partials_by_ops(g, n); }, true);
+    // optim.kernels = fused: one kernel each (on CPU tensors the loops, counted as that kernel;
+    // its one host read of the partials is a GPU's only).
+    const Tally adamw_fused =
+        count_ops([&] { wit::adamw_update_fused(p, g, m, v, n, segments, 2, h); }, true);
+    const Tally norm_fused = count_ops([&] { wit::grad_norm_partials_fused(g, n); }, true);
     const Tally sketch = count_ops([&] { wit::sketch_weights_by_ops(p.narrow(0, 0, n), 0); });
     // Their time here, on one CPU thread: a measure of the memory they move, not a GPU figure.
     const double adamw_s = median_seconds([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 3, h); });
@@ -331,6 +339,23 @@ int main(int argc, char** argv) {
                norm_s);
     fmt::print("  {:<38} {:>8} {:>11} {:>16.3f}\n", "weight sketch (every witnessed step)",
                sketch.kernels, sketch.reads, sketch_s);
+    const double adamw_fused_s =
+        median_seconds([&] { wit::adamw_update_fused(p, g, m, v, n, segments, 3, h); });
+    const double norm_fused_s = median_seconds([&] { wit::grad_norm_partials_fused(g, n); });
+    auto per_param = [&](const Tally& t) { return double(t.bytes) / double(n); };
+    fmt::print(
+        "\nthe optimizer's two parts as a GPU runs them, by optim.kernels (operand bytes "
+        "per parameter):\n");
+    fmt::print("  {:<38} {:>8} {:>16} {:>16}\n", "", "kernels", "bytes/parameter",
+               "CPU s (1 thread)");
+    fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "AdamW update, ops", adamw.kernels,
+               per_param(adamw), adamw_s);
+    fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "AdamW update, fused", adamw_fused.kernels,
+               per_param(adamw_fused), adamw_fused_s);
+    fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "gradient norm partials, ops", norm.kernels,
+               per_param(norm), norm_s);
+    fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "gradient norm partials, fused",
+               norm_fused.kernels, per_param(norm_fused), norm_fused_s);
     const auto [aten_ce, fused_ce] = cross_entropy_tallies(rc);
     const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len;
     // Operand bytes are linear in the rows: per row, and for a GPU micro-batch of 16 x 1024.
@@ -360,19 +385,24 @@ int main(int argc, char** argv) {
                aten_add.bytes / rows, gb_at_16k(aten_add));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused, residual add in front",
                fused_add.kernels, fused_add.bytes / rows, gb_at_16k(fused_add));
-    fmt::print("json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
-               "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
-               "\"device_adamw\": [{}, {}, {:.4f}], \"device_norm\": [{}, {}, {:.4f}], "
-               "\"device_sketch\": [{}, {}, {:.4f}], \"cross_entropy_aten\": [{}, {}], "
-               "\"cross_entropy_fused\": [{}, {}], \"layer_norm_aten\": [{}, {}], "
-               "\"layer_norm_fused\": [{}, {}], \"add_layer_norm_aten\": [{}, {}], "
-               "\"add_layer_norm_fused\": [{}, {}]}}\n",
-               config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
-               step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
-               norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
-               aten_ce.bytes / rows, fused_ce.kernels, fused_ce.bytes / rows, aten_ln.kernels,
-               aten_ln.bytes / rows, fused_ln.kernels, fused_ln.bytes / rows, aten_add.kernels,
-               aten_add.bytes / rows, fused_add.kernels, fused_add.bytes / rows);
+    fmt::print(
+        "json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
+        "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
+        "\"device_adamw\": [{}, {}, {:.4f}], \"device_norm\": [{}, {}, {:.4f}], "
+        "\"device_sketch\": [{}, {}, {:.4f}], \"cross_entropy_aten\": [{}, {}], "
+        "\"cross_entropy_fused\": [{}, {}], \"layer_norm_aten\": [{}, {}], "
+        "\"layer_norm_fused\": [{}, {}], \"add_layer_norm_aten\": [{}, {}], "
+        "\"add_layer_norm_fused\": [{}, {}], \"optimizer_bytes_per_param\": {{\"adamw_ops\": "
+        "{:.1f}, \"adamw_fused\": {:.1f}, \"norm_ops\": {:.1f}, \"norm_fused\": {:.1f}}}, "
+        "\"device_adamw_fused\": [{}, {:.4f}], \"device_norm_fused\": [{}, {:.4f}]}}\n",
+        config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
+        step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
+        norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
+        aten_ce.bytes / rows, fused_ce.kernels, fused_ce.bytes / rows, aten_ln.kernels,
+        aten_ln.bytes / rows, fused_ln.kernels, fused_ln.bytes / rows, aten_add.kernels,
+        aten_add.bytes / rows, fused_add.kernels, fused_add.bytes / rows, per_param(adamw),
+        per_param(adamw_fused), per_param(norm), per_param(norm_fused), adamw_fused.kernels,
+        adamw_fused_s, norm_fused.kernels, norm_fused_s);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

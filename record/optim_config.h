@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace wit::optim {
 
@@ -22,6 +23,8 @@ struct AdamWConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 1.0;  // 0 disables clipping
+  // How a GPU computes the norm and the update: "ops", or "fused" (trainer/device_ops.h).
+  std::string kernels = "ops";
 };
 
 }  // namespace wit::optim

@@ -103,6 +103,12 @@ const config::Schema& run_schema() {
     s.add_float("optim", "beta2", 0.95, "Adam beta2", 0.0, 0.999999);
     s.add_float("optim", "eps", 1e-8, "Adam epsilon", 0.0, 1.0);
     s.add_float("optim", "grad_clip", 1.0, "global gradient-norm clip (0: off)", 0.0, 1e9);
+    s.add_string("optim", "kernels", "ops",
+                 "how a GPU computes the gradient norm and the AdamW update: ops (libtorch "
+                 "operations: the CPU's definitions to rounding), fused (one kernel each, whose "
+                 "arithmetic is the CPU's: the same bits on the CPU and the GPU). The CPU computes "
+                 "its definitions either way. Committed when fused",
+                 {"ops", "fused"});
 
     s.add_string("dist", "mode", "ddp",
                  "several processes: ddp (full state on every rank) or fsdp (sharded)",
@@ -188,6 +194,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.optim.beta2 = c.get_float("optim.beta2");
   r.optim.eps = c.get_float("optim.eps");
   r.optim.grad_clip = c.get_float("optim.grad_clip");
+  r.optim.kernels = c.get_string("optim.kernels");
   r.dist_mode = c.get_string("dist.mode");
   r.dist_reduction = c.get_string("dist.reduction");
   r.witness.fingerprint_every = c.get_int("witness.fingerprint_every");
@@ -223,9 +230,11 @@ std::string committed_yaml(const config::Config& c) {
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
-  // ATen's cross-entropy and layer norm are what every run before the keys trained with.
+  // ATen's cross-entropy and layer norm, and the optimizer as libtorch operations, are what
+  // every run before the keys trained with.
   if (c.get_string("model.cross_entropy") == "ops") exclude.push_back("model.cross_entropy");
   if (c.get_string("model.layer_norm") == "ops") exclude.push_back("model.layer_norm");
+  if (c.get_string("optim.kernels") == "ops") exclude.push_back("optim.kernels");
   // The cosine schedule is what the keys left out mean (every run before them had it); the decay
   // fraction is part of the trajectory only under wsd.
   if (c.get_string("optim.schedule") == "cosine") exclude.push_back("optim.schedule");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "trainer/model/cross_entropy.h"
 #include "trainer/model/kernels.h"
 #include "trainer/model/layer_norm.h"
+#include "trainer/optim/adamw.h"
 
 #ifdef WIT_TORCH_CUDA
 #include <ATen/autocast_mode.h>
@@ -34,21 +36,40 @@ bool libtorch_has_cuda() {
 
 namespace {
 
-// wit's fused kernels that a compute or a model uses: each one's committed key, its name among
-// the device facts, and the version of its arithmetic.
+// wit's fused kernels that a compute uses: each one's committed key, its name among the device
+// facts, the version of its arithmetic, and whether the CPU computes that arithmetic too (the
+// optimizer's: its kernels run the CPU's loops' arithmetic; the others' CPU forms are for tests).
 struct FusedKernel {
   const char* key;
   const char* fact;
   const char* arithmetic;
+  bool on_cpu;
 };
-template <class M>
-std::vector<FusedKernel> fused_kernels(const M& m) {
+std::vector<FusedKernel> fused_kernels(const Compute& c) {
   std::vector<FusedKernel> out;
-  if (m.cross_entropy == "fused")
-    out.push_back({"model.cross_entropy", "cross_entropy", model::kFusedCrossEntropyArithmetic});
-  if (m.layer_norm == "fused")
-    out.push_back({"model.layer_norm", "layer_norm", model::kFusedLayerNormArithmetic});
+  if (c.cross_entropy == "fused")
+    out.push_back(
+        {"model.cross_entropy", "cross_entropy", model::kFusedCrossEntropyArithmetic, false});
+  if (c.layer_norm == "fused")
+    out.push_back({"model.layer_norm", "layer_norm", model::kFusedLayerNormArithmetic, false});
+  if (c.fused_optimizer())
+    out.push_back({"optim.kernels", "optim_kernels", optim::kFusedOptimizerArithmetic, true});
   return out;
+}
+// Those that the CPU does not compute.
+std::vector<FusedKernel> cuda_only(std::vector<FusedKernel> fused) {
+  fused.erase(
+      std::remove_if(fused.begin(), fused.end(), [](const FusedKernel& k) { return k.on_cpu; }),
+      fused.end());
+  return fused;
+}
+// The kernels a run's committed config names.
+Compute committed_kernels(const RunConfig& rc) {
+  Compute c;
+  c.cross_entropy = rc.model.cross_entropy;
+  c.layer_norm = rc.model.layer_norm;
+  c.optim_kernels = rc.optim.kernels;
+  return c;
 }
 // "wit-cross-entropy-v1 wit-layer-norm-v1": a cross-entropy-only run's is its one version.
 std::string arithmetic_of(const std::vector<FusedKernel>& fused) {
@@ -117,10 +138,12 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
   c.attention = attention == "auto" ? (why_not.empty() ? "flash" : "math") : attention;
   cfg.set("model.attention", c.attention, "model.attention = auto, resolved");
 
-  // wit's fused kernels: CUDA (their CPU forms exist for tests, not for training).
+  // wit's fused kernels: CUDA (the model's CPU forms exist for tests, not for training).
   c.cross_entropy = cfg.get_string("model.cross_entropy");
   c.layer_norm = cfg.get_string("model.layer_norm");
+  c.optim_kernels = cfg.get_string("optim.kernels");
   for (const auto& k : fused_kernels(c)) {
+    if (!c.is_cuda() && k.on_cpu) continue;  // the CPU's loops are that arithmetic
     if (!c.is_cuda())
       fail(
           "{} = fused: its kernels run on CUDA only, and this run computes on the CPU (set {}=ops)",
@@ -268,6 +291,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   // The fused kernels' CPU forms are for tests: a CPU replay computes with libtorch's operations.
   cpu.cross_entropy = "ops";
   cpu.layer_norm = "ops";
+  cpu.optim_kernels = rc.optim.kernels;  // the CPU computes the optimizer's definition either way
   // The sessions that trained on a GPU, and what decided their numerics.
   nlohmann::json ran_on = nlohmann::json::object();
   const auto sessions = parse_untrusted_json(sessions_json);
@@ -277,7 +301,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   if (ran_on.empty()) {
     // wit trains with its fused kernels on CUDA only: a CPU run that commits them is not one
     // wit trained, and no exact replay of it is defined.
-    if (const auto fused = fused_kernels(rc.model); !fused.empty()) {
+    if (const auto fused = cuda_only(fused_kernels(committed_kernels(rc))); !fused.empty()) {
       const std::string why = fmt::format(
           "the run commits {} = fused, whose kernels run on CUDA only, but no session of it "
           "trained on a GPU",
@@ -311,13 +335,13 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   nlohmann::json here = nlohmann::json::object();  // no GPU
   Compute gpu;
   // A run that used wit's fused kernels replays exactly only with them.
-  const bool kernels = fused_kernels(rc.model).empty() || model::kernels_built();
+  const bool kernels = fused_kernels(committed_kernels(rc)).empty() || model::kernels_built();
   if (kernels && libtorch_has_cuda() && torch::cuda::is_available()) {
     config::Config c = config::Config::parse(
         "{}", "replay", run_schema(),
         {"train.device=cuda", "train.precision=" + rc.train.precision,
          "model.attention=" + rc.model.attention, "model.cross_entropy=" + rc.model.cross_entropy,
-         "model.layer_norm=" + rc.model.layer_norm,
+         "model.layer_norm=" + rc.model.layer_norm, "optim.kernels=" + rc.optim.kernels,
          fmt::format("model.dropout={}", rc.model.dropout)});
     gpu = resolve_compute(c, world_size, /*quiet=*/true);
     here = facts_here(gpu);

@@ -20,21 +20,23 @@ struct Compute {
   std::string attention = "math";  // resolved: math or flash
   std::string cross_entropy = "ops";  // ops, or fused (CUDA only)
   std::string layer_norm = "ops";     // ops, or fused (CUDA only)
+  std::string optim_kernels = "ops";  // ops, or fused (the CPU's own arithmetic on CUDA)
   bool is_cuda() const { return device.is_cuda(); }
+  // Whether the norm and AdamW run as wit's fused kernels here (trainer/device_ops.h).
+  bool fused_optimizer() const { return optim_kernels == "fused"; }
 };
 
 // Whether this libtorch was built with CUDA (the pinned PyTorch wheel's is; a CPU-only build of
 // libtorch is not).
 bool libtorch_has_cuda();
 
-
-// Resolves `cfg`'s train.device, train.precision, model.attention, model.cross_entropy and
-// model.layer_norm for this process.
+// Resolves `cfg`'s train.device, train.precision, model.attention, model.cross_entropy,
+// model.layer_norm and optim.kernels for this process.
 // model.attention = auto is written back into `cfg` as resolved (it is committed: the genesis
 // must name the kernel the run used); train.device stays as given (not committed). A process of
-// a job of `world_size` uses GPU (local rank mod visible GPUs), as the NCCL backend does. On CUDA it pins the numerics first
-// (trainer/dist/gpu_determinism.h, deterministic algorithms, no TF32); a nondeterministic
-// kernel is then an error, not a warning.
+// a job of `world_size` uses GPU (local rank mod visible GPUs), as the NCCL backend does. On CUDA
+// it pins the numerics first (trainer/dist/gpu_determinism.h, deterministic algorithms, no TF32); a
+// nondeterministic kernel is then an error, not a warning.
 Compute resolve_compute(config::Config& cfg, int world_size, bool quiet);
 
 // The compute a verifier replays a run on, from the run's committed config and the device facts

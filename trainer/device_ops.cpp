@@ -5,12 +5,20 @@
 
 #include "core/error.h"
 #include "trainer/host_read.h"
+#include "trainer/model/kernels.h"
+
+#ifdef WIT_OPTIM_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "trainer/optim/adamw_kernels.h"
+#endif
 
 namespace wit {
 
-std::vector<double> grad_norm_partials(const torch::Tensor& g, int64_t n) {
+std::vector<double> grad_norm_partials(const torch::Tensor& g, int64_t n, bool fused) {
   if (g.is_cpu()) return optim::grad_norm_partials(g.data_ptr<float>(), n);
-  return grad_norm_partials_by_ops(g, n);
+  return fused ? grad_norm_partials_fused(g, n) : grad_norm_partials_by_ops(g, n);
 }
 
 std::vector<double> grad_norm_partials_by_ops(const torch::Tensor& g, int64_t n) {
@@ -41,10 +49,11 @@ float clip_grads(torch::Tensor& g, int64_t n, double norm, float clip) {
 
 void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
                   int64_t n, const std::vector<optim::DecaySegment>& segments, int64_t t,
-                  const optim::Hyper& h) {
+                  const optim::Hyper& h, bool fused) {
   if (p.is_cpu())
     return optim::adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
                                v.data_ptr<float>(), n, segments, t, h);
+  if (fused) return adamw_update_fused(p, g, m, v, n, segments, t, h);
   adamw_update_by_ops(p, g, m, v, n, segments, t, h);
 }
 
@@ -115,6 +124,85 @@ void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor
     ps.mul_(at::where(mask.narrow(0, rb - lo, re - rb), at::Scalar(k.decay), at::Scalar(1.0f)));
     ps.sub_(ms / denom, k.step_size);
   }
+}
+
+namespace {
+
+// The fused forms read fp32, contiguous tensors on one device, from element 0.
+void check_fused_operands(std::initializer_list<const torch::Tensor*> ts, int64_t n,
+                          const char* what) {
+  const torch::Tensor& first = **ts.begin();
+  for (const torch::Tensor* t : ts) {
+    WIT_CHECK(t->scalar_type() == torch::kFloat32 && t->is_contiguous() && t->numel() >= n &&
+                  t->device() == first.device(),
+              "{}: {} elements of fp32 contiguous tensors on one device (got {} of {} on {})", what,
+              n, t->numel(), c10::toString(t->scalar_type()), t->device().str());
+  }
+#ifndef WIT_OPTIM_CUDA_KERNELS
+  if (first.is_cuda())
+    fail("{} (optim.kernels = fused): this wit was built without its CUDA kernels (docs/gpu.md)",
+         what);
+#endif
+}
+
+#ifdef WIT_OPTIM_CUDA_KERNELS
+void check_launch(const char* error, const char* what) {
+  if (error) fail("{} (optim.kernels = fused): its kernel did not launch: {}", what, error);
+}
+#endif
+
+}  // namespace
+
+std::vector<double> grad_norm_partials_fused(const torch::Tensor& g, int64_t n) {
+  check_fused_operands({&g}, n, "gradient norm");
+  const int64_t chunks = (n + optim::kNormChunk - 1) / optim::kNormChunk;
+  if (g.is_cpu()) {
+    const model::KernelScope scope("wit::kernel::grad_norm_partials", {g}, {});
+    return optim::grad_norm_partials(g.data_ptr<float>(), n);
+  }
+  auto sums = model::kernel_output({chunks}, g.options().dtype(torch::kFloat64));
+  {
+    const model::KernelScope scope("wit::kernel::grad_norm_partials", {g}, {sums});
+#ifdef WIT_OPTIM_CUDA_KERNELS
+    const c10::cuda::CUDAGuard on_device(g.device());
+    check_launch(optim::cuda::grad_norm_partials(g.data_ptr<float>(), n, optim::kNormChunk,
+                                                 sums.data_ptr<double>(),
+                                                 at::cuda::getCurrentCUDAStream().stream()),
+                 "gradient norm");
+#endif
+  }
+  const auto host = to_host(sums);
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + chunks);
+}
+
+// One kernel over the span of the segments' runs, each element's decay from the layout's mask
+// (one byte an element). Elements of a gap between runs would be updated too: the layouts have
+// none, and the update refuses them.
+void adamw_update_fused(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                        torch::Tensor& v, int64_t n,
+                        const std::vector<optim::DecaySegment>& segments, int64_t t,
+                        const optim::Hyper& h) {
+  check_fused_operands({&p, &g, &m, &v}, n, "AdamW update");
+  const auto runs = contiguous_runs(segments, n);
+  if (runs.empty()) return;
+  WIT_CHECK(runs.size() == 1, "AdamW update (optim.kernels = fused): segments with gaps ({} runs)",
+            runs.size());
+  const auto [lo, hi] = runs.front();
+  const auto& mask = decay_mask(segments, lo, hi, p.device());
+  const auto ps = p.narrow(0, lo, hi - lo), ms = m.narrow(0, lo, hi - lo),
+             vs = v.narrow(0, lo, hi - lo), gs = g.narrow(0, lo, hi - lo);
+  const model::KernelScope scope("wit::kernel::adamw_update", {ps, gs, ms, vs, mask}, {ps, ms, vs});
+  if (p.is_cpu())
+    return optim::adamw_update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                               v.data_ptr<float>(), n, segments, t, h);
+#ifdef WIT_OPTIM_CUDA_KERNELS
+  const c10::cuda::CUDAGuard on_device(p.device());
+  check_launch(optim::cuda::adamw_update(ps.data_ptr<float>(), gs.data_ptr<float>(),
+                                         ms.data_ptr<float>(), vs.data_ptr<float>(),
+                                         mask.data_ptr<bool>(), hi - lo, optim::adamw_scalars(h, t),
+                                         at::cuda::getCurrentCUDAStream().stream()),
+               "AdamW update");
+#endif
 }
 
 witness::WeightSketch sketch_weights(const torch::Tensor& values, int64_t first) {

@@ -6,7 +6,10 @@
 // and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to the host, each
 // in one copy per call (a copy to the host is a wait for the device).
 // The *_by_ops forms are the device implementations, callable on CPU tensors, so tests check
-// them against the definitions on any machine.
+// them against the definitions on any machine. With optim.kernels = fused (`fused` below) a GPU
+// runs the norm's partials and the AdamW update as one kernel each instead
+// (trainer/optim/adamw_kernels.h), whose arithmetic is the CPU loops' own: the same bits as the
+// CPU. The *_fused forms take CPU tensors too: there they run the loops, counted as one kernel.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,8 +23,9 @@
 namespace wit {
 
 // Sum of squares of g[0, n) per kNormChunk chunk (chunk c covers [c·C, (c+1)·C)).
-std::vector<double> grad_norm_partials(const torch::Tensor& g, int64_t n);
+std::vector<double> grad_norm_partials(const torch::Tensor& g, int64_t n, bool fused);
 std::vector<double> grad_norm_partials_by_ops(const torch::Tensor& g, int64_t n);
+std::vector<double> grad_norm_partials_fused(const torch::Tensor& g, int64_t n);
 
 // Scales g[0, n) by the clip factor of `norm` (optim::clip_grads); returns the factor.
 float clip_grads(torch::Tensor& g, int64_t n, double norm, float clip);
@@ -29,11 +33,15 @@ float clip_grads(torch::Tensor& g, int64_t n, double norm, float clip);
 // optim::adamw_update on the first n elements of p, g, m and v.
 void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
                   int64_t n, const std::vector<optim::DecaySegment>& segments, int64_t t,
-                  const optim::Hyper& h);
+                  const optim::Hyper& h, bool fused);
 void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
                          torch::Tensor& v, int64_t n,
                          const std::vector<optim::DecaySegment>& segments, int64_t t,
                          const optim::Hyper& h);
+void adamw_update_fused(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                        torch::Tensor& v, int64_t n,
+                        const std::vector<optim::DecaySegment>& segments, int64_t t,
+                        const optim::Hyper& h);
 
 // The sketch of `values` (fp32, 1-D), parameters [first_index, first_index + numel) of the flat
 // vector: witness::sketch_weights on the CPU; on another device the same integers (exact).

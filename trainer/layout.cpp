@@ -206,7 +206,8 @@ class DdpLayout final : public Layout {
   }
   void release_grads(torch::Tensor g) override { pool_.give(std::move(g)); }
   double grad_norm(const torch::Tensor& g) override {
-    return optim::norm_from_partials(grad_norm_partials(g, num_params_));
+    return optim::norm_from_partials(
+        grad_norm_partials(g, num_params_, compute().fused_optimizer()));
   }
   torch::Tensor& local_params() override { return flat_; }
   int64_t local_count() const override { return num_params_; }
@@ -372,7 +373,7 @@ class FsdpLayout final : public Layout {
   void release_grads(torch::Tensor g) override { pool_.give(std::move(g)); }
   // This shard's chunk partials, gathered in rank (= chunk) order.
   double grad_norm(const torch::Tensor& g) override {
-    auto mine = grad_norm_partials(g, shard_size_);
+    auto mine = grad_norm_partials(g, shard_size_, compute().fused_optimizer());
     std::vector<double> partials(mine.size() * size_t(world_));
     comm_.all_gather_bytes(mine.data(), mine.size() * sizeof(double), partials.data());
     return optim::norm_from_partials(partials);

@@ -350,7 +350,8 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
   }
   {
     RECORD_USER_SCOPE("wit::step::adamw");
-    adamw_update(L.local_params(), g, opt.m, opt.v, n, L.local_segments(), opt.step + 1, rec.hyper);
+    adamw_update(L.local_params(), g, opt.m, opt.v, n, L.local_segments(), opt.step + 1, rec.hyper,
+                 L.compute().fused_optimizer());
   }
   ++opt.step;
   L.release_grads(std::move(g));

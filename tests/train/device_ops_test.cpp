@@ -68,7 +68,7 @@ TEST(DeviceOps, NormPartialsByOpsMatchTheDefinition) {
   const auto got = grad_norm_partials_by_ops(g, n);
   ASSERT_EQ(got.size(), want.size());
   for (size_t c = 0; c < want.size(); ++c) EXPECT_NEAR(got[c], want[c], 1e-12 * want[c]);
-  EXPECT_EQ(grad_norm_partials(g, n), want);  // on the CPU: the definition itself
+  EXPECT_EQ(grad_norm_partials(g, n, /*fused=*/false), want);  // on the CPU: the definition
 }
 
 TEST(DeviceOps, AdamWByOpsMatchesTheDefinition) {
@@ -131,18 +131,89 @@ TEST(DeviceOpsCuda, TheDeviceImplementationsOnAGpu) {
   auto v = random_values(n, 4);
   EXPECT_EQ(sketch_weights(v.to(gpu), 12345), witness::sketch_weights(v.data_ptr<float>(), 12345, n));
   const auto want = optim::grad_norm_partials(v.data_ptr<float>(), n);
-  const auto got = grad_norm_partials(v.to(gpu), n);
+  const auto got = grad_norm_partials(v.to(gpu), n, /*fused=*/false);
   ASSERT_EQ(got.size(), want.size());
   for (size_t c = 0; c < want.size(); ++c) EXPECT_NEAR(got[c], want[c], 1e-12 * want[c]);
-  EXPECT_EQ(grad_norm_partials(v.to(gpu), n), got);  // the same bits again
+  EXPECT_EQ(grad_norm_partials(v.to(gpu), n, /*fused=*/false), got);  // the same bits again
   const std::vector<optim::DecaySegment> segs = {{0, n / 2, true}, {n / 2, n, false}};
   const optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
   auto run = [&] {
     auto p = v.to(gpu), m = torch::zeros({n}, p.options()), s = torch::zeros({n}, p.options());
-    for (int64_t t = 1; t <= 3; ++t) adamw_update(p, random_values(n, uint64_t(t)).to(gpu), m, s, n, segs, t, h);
+    for (int64_t t = 1; t <= 3; ++t)
+      adamw_update(p, random_values(n, uint64_t(t)).to(gpu), m, s, n, segs, t, h, /*fused=*/false);
     return p.to(torch::kCPU);
   };
   EXPECT_TRUE(torch::equal(run(), run()));
+}
+
+// optim.kernels = fused on the CPU: its forms run the loops that define the arithmetic (the
+// kernels' own, adamw_element.h), and refuse what the kernels could not read.
+TEST(DeviceOps, FusedOptimizerFormsAreTheDefinition) {
+  const int64_t n = 2 * optim::kNormChunk + 77;
+  auto g = random_values(n + 5, 5);
+  EXPECT_EQ(grad_norm_partials_fused(g, n), optim::grad_norm_partials(g.data_ptr<float>(), n));
+  const std::vector<optim::DecaySegment> segs = {
+      {0, 900, true}, {900, 1300, false}, {1300, 2000, true}};
+  const optim::Hyper h{1e-3f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+  auto p1 = random_values(2000, 3), m1 = torch::zeros({2000}), v1 = torch::zeros({2000});
+  auto p2 = p1.clone(), m2 = m1.clone(), v2 = v1.clone();
+  for (int64_t t = 1; t <= 3; ++t) {
+    const auto gt = random_values(2000, 30 + uint64_t(t));
+    optim::adamw_update(p1.data_ptr<float>(), gt.data_ptr<float>(), m1.data_ptr<float>(),
+                        v1.data_ptr<float>(), 2000, segs, t, h);
+    adamw_update_fused(p2, gt, m2, v2, 2000, segs, t, h);
+  }
+  EXPECT_TRUE(torch::equal(p1, p2) && torch::equal(m1, m2) && torch::equal(v1, v2));
+  auto expect_refused = [](auto&& call, const std::string& text) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(
+      [&] {
+        adamw_update_fused(p2, g, m2, v2, 2000, {{0, 700, true}, {900, 2000, false}}, 1, h);
+      },
+      "segments with gaps (2 runs)");
+  expect_refused([&] { grad_norm_partials_fused(g.to(torch::kFloat64), n); },
+                 "fp32 contiguous tensors");
+  expect_refused([&] { grad_norm_partials_fused(g.narrow(0, 0, 10), n); },
+                 "fp32 contiguous tensors");
+  auto strided = torch::zeros({4000}).slice(0, 0, 4000, 2);
+  expect_refused([&] { adamw_update_fused(strided, strided, strided, strided, 2000, segs, 1, h); },
+                 "fp32 contiguous tensors");
+}
+
+// On a GPU (launch/gpu-check runs it; skipped here): the fused kernels give the CPU loops' bits,
+// not merely their values to rounding. A chunk that ends early, a range shorter than its tensor
+// (an FSDP shard's), and updates with and without decay and clipping's large values.
+TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
+  if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  const torch::Device gpu(torch::kCUDA, 0);
+  for (const int64_t n : {int64_t(1), int64_t(31), 3 * optim::kNormChunk + 999}) {
+    auto g = random_values(n + 40, uint64_t(n));
+    if (n > 100) g[100] = 3e19f;  // squares far above fp32's range: double holds them
+    EXPECT_EQ(grad_norm_partials_fused(g.to(gpu), n),
+              optim::grad_norm_partials(g.data_ptr<float>(), n))
+        << n;
+  }
+  const int64_t n = 2 * optim::kNormChunk + 12345;
+  const std::vector<optim::DecaySegment> segs = {
+      {0, n / 3, true}, {n / 3, n / 2, false}, {n / 2, n, true}};
+  const optim::Hyper h{6e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
+  auto p = random_values(n, 8), m = torch::zeros({n}), v = torch::zeros({n});
+  auto pd = p.to(gpu), md = m.to(gpu), vd = v.to(gpu);
+  for (int64_t t = 1; t <= 4; ++t) {
+    const auto gt = random_values(n, 40 + uint64_t(t)) * (t == 2 ? 1e4 : 1.0);
+    optim::adamw_update(p.data_ptr<float>(), gt.data_ptr<float>(), m.data_ptr<float>(),
+                        v.data_ptr<float>(), n, segs, t, h);
+    adamw_update(pd, gt.to(gpu), md, vd, n, segs, t, h, /*fused=*/true);
+  }
+  EXPECT_TRUE(torch::equal(pd.cpu(), p));
+  EXPECT_TRUE(torch::equal(md.cpu(), m));
+  EXPECT_TRUE(torch::equal(vd.cpu(), v));
 }
 
 config::Config tiny_config(const std::vector<std::string>& sets) {
@@ -198,6 +269,27 @@ TEST(Compute, RefusesWhatTheCpuCannotRun) {
   expect_error({"train.device=cuda"}, "no GPU is visible");
   expect_error({"train.precision=bf16"}, "bf16 runs on CUDA only");
   expect_error({"model.attention=flash"}, "model.attention = flash: its flash kernel runs on CUDA only");
+}
+
+// optim.kernels = fused is the CPU's own arithmetic: the CPU accepts it and computes its loops,
+// a run commits it (only when fused), and a CPU run that commits it replays exactly on the CPU.
+TEST(Compute, TheFusedOptimizerIsCommittedAndTheCpuComputesIt) {
+  auto cfg = tiny_config({"optim.kernels=fused", "train.device=cpu"});
+  const Compute c = resolve_compute(cfg, 1, true);
+  EXPECT_TRUE(c.device.is_cpu());
+  EXPECT_TRUE(c.fused_optimizer());
+  const std::string text = committed_yaml(cfg);
+  EXPECT_NE(text.find("kernels: \"fused\""), std::string::npos) << text;
+  EXPECT_EQ(committed_yaml(parse_committed(text, "test")), text);
+  EXPECT_EQ(committed_yaml(tiny_config({"optim.kernels=ops"})), committed_yaml(tiny_config({})));
+  auto plain = tiny_config({});  // a CPU session's facts are the same either way
+  EXPECT_EQ(device_facts(c), device_facts(resolve_compute(plain, 1, true)));
+  const RunConfig rc = run_config_from(cfg);
+  std::string note;
+  const Compute replay = replay_compute("[]", rc, /*tolerance=*/false, 1, &note);
+  EXPECT_TRUE(replay.device.is_cpu());
+  EXPECT_EQ(replay.optim_kernels, "fused");
+  EXPECT_EQ(note, "");
 }
 
 TEST(Compute, ACommittedConfigNamesItsKernel) {

@@ -287,8 +287,9 @@ void expect_same_tensors(const std::vector<torch::Tensor>& gpu,
   const char* names[] = {"first", "second", "third", "fourth"};
   for (size_t i = 0; i < cpu.size(); ++i) {
     ASSERT_EQ(gpu[i].defined(), cpu[i].defined()) << at << ": output " << names[i];
-    if (cpu[i].defined())
+    if (cpu[i].defined()) {
       EXPECT_TRUE(torch::equal(gpu[i].cpu(), cpu[i])) << at << ": output " << names[i];
+    }
   }
 }
 void expect_same(const model::LayerNormRows& gpu, const model::LayerNormRows& cpu,

@@ -156,17 +156,25 @@ TEST(Train, ResumeIsBitwiseIdenticalToNeverStopping) {
   for (size_t i = 0; i < la.size(); ++i) EXPECT_EQ(la[i], lb[i]) << "step " << i + 1;
 }
 
+// small_run(steps) trained into `a` and, with one more setting, into `b`: their logs.
+std::pair<witness::WitnessLog, witness::WitnessLog> train_both(const fs::path& a, const fs::path& b,
+                                                               int64_t steps,
+                                                               const std::string& b_set) {
+  train(options(a, small_run(steps)));
+  auto sets = small_run(steps);
+  sets.push_back(b_set);
+  train(options(b, sets));
+  return {witness::read_log(a / witness::kLogFileName),
+          witness::read_log(b / witness::kLogFileName)};
+}
+
 // Recomputing each block in the backward (train.activation_checkpointing) replays its dropout:
 // every step's record (loss, gradient norm, weight fingerprint: the chained row hashes), the
 // checkpoints and the exported model are the bits of the run that keeps its activations.
 TEST(Train, ActivationCheckpointingChangesNoBit) {
   TempDir kept("wit-test-kept"), recomputed("wit-test-recomputed");
-  train(options(kept.path, small_run(10)));
-  auto sets = small_run(10);
-  sets.push_back("train.activation_checkpointing=true");
-  train(options(recomputed.path, sets));
-  const auto a = witness::read_log(kept.path / witness::kLogFileName);
-  const auto b = witness::read_log(recomputed.path / witness::kLogFileName);
+  const auto [a, b] =
+      train_both(kept.path, recomputed.path, 10, "train.activation_checkpointing=true");
   EXPECT_EQ(a.genesis, b.genesis);  // not committed: the same run
   // Each session says how it ran.
   EXPECT_FALSE(nlohmann::json::parse(a.meta.sessions_json)[0]["activation_checkpointing"].get<bool>());
@@ -182,6 +190,24 @@ TEST(Train, ActivationCheckpointingChangesNoBit) {
             load_checkpoint(checkpoint_path(recomputed.path, 10)).info.state_hash);
   EXPECT_EQ(read_text_file(kept.path / "model.safetensors"),
             read_text_file(recomputed.path / "model.safetensors"));
+}
+
+// optim.kernels = fused commits the fused optimizer kernels, whose arithmetic is the CPU's own
+// loops: a CPU run that commits it is another run (its genesis), with every step's bits the same.
+TEST(Train, TheFusedOptimizerIsTheCpusOwnArithmetic) {
+  TempDir ops("wit-test-optim-ops"), fused("wit-test-optim-fused");
+  const auto [a, b] = train_both(ops.path, fused.path, 6, "optim.kernels=fused");
+  EXPECT_NE(a.genesis, b.genesis);
+  EXPECT_NE(b.meta.committed_yaml.find("kernels: \"fused\""), std::string::npos);
+  ASSERT_EQ(a.tables.steps.size(), 6u);
+  ASSERT_EQ(b.tables.steps.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    const auto &x = a.tables.steps[i].fields, &y = b.tables.steps[i].fields;
+    EXPECT_EQ(std::memcmp(&x.loss, &y.loss, 4), 0) << "step " << i;
+    EXPECT_EQ(std::memcmp(&x.grad_norm, &y.grad_norm, 4), 0) << "step " << i;
+  }
+  EXPECT_EQ(read_text_file(ops.path / "model.safetensors"),
+            read_text_file(fused.path / "model.safetensors"));
 }
 
 // configs/tiny.yaml on small_run's data with M micro-batches, and the plan over it: for calling

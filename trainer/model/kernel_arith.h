@@ -1,16 +1,12 @@
-// What wit's own kernels (cross_entropy_rows.h, layer_norm_rows.h) share on both sides: a macro
-// that makes a function both host and device code under nvcc, and bf16 as its fp32 bit pattern.
+// What wit's own kernels (cross_entropy_rows.h, layer_norm_rows.h) share on both sides: bf16 as
+// its fp32 bit pattern (their functions are WIT_KERNEL_HD, core/host_device.h).
 // No torch: nvcc compiles it without torch's headers.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#ifdef __CUDACC__
-#define WIT_KERNEL_HD __host__ __device__ __forceinline__
-#else
-#define WIT_KERNEL_HD inline
-#endif
+#include "core/host_device.h"
 
 namespace wit::model::kernel {
 

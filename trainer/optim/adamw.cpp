@@ -60,12 +60,8 @@ std::vector<double> grad_norm_partials(const float* g, int64_t n) {
   const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
   std::vector<double> partial(chunks, 0.0);
   at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const int64_t b = c * kNormChunk, e = std::min(n, b + kNormChunk);
-      double s = 0.0;
-      for (int64_t i = b; i < e; ++i) s += double(g[i]) * double(g[i]);
-      partial[c] = s;
-    }
+    for (int64_t c = c0; c < c1; ++c)
+      partial[c] = sum_of_squares(g, c * kNormChunk, std::min(n, (c + 1) * kNormChunk));
   });
   return partial;
 }
@@ -94,22 +90,12 @@ AdamWScalars adamw_scalars(const Hyper& h, int64_t t) {
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
                   const std::vector<DecaySegment>& segments, int64_t t, const Hyper& h) {
   const AdamWScalars k = adamw_scalars(h, t);
-  const float b1 = k.b1, b2 = k.b2, one_b1 = k.one_b1, one_b2 = k.one_b2;
-  const float step_size = k.step_size, bc2_sqrt = k.bc2_sqrt, decay = k.decay, eps = k.eps;
   for (const auto& s : segments) {
     const int64_t sb = std::max<int64_t>(0, s.begin), se = std::min(n, s.end);
     if (sb >= se) continue;
-    const float d = s.decay ? decay : 1.0f;
+    const float d = s.decay ? k.decay : 1.0f;
     at::parallel_for(sb, se, kNormChunk, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const float gi = g[i];
-        const float mi = b1 * m[i] + one_b1 * gi;
-        const float vi = b2 * v[i] + one_b2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        const float denom = std::sqrt(vi) / bc2_sqrt + eps;
-        p[i] = p[i] * d - step_size * (mi / denom);
-      }
+      for (int64_t i = b; i < e; ++i) adamw_element(p[i], g[i], m[i], v[i], d, k);
     });
   }
 }

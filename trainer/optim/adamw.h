@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "record/optim_config.h"
+#include "trainer/optim/adamw_element.h"
 
 namespace wit::optim {
 
@@ -55,10 +56,13 @@ struct DecaySegment {
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
                   const std::vector<DecaySegment>& segments, int64_t t, const Hyper& h);
 
-// The fp32 scalars of that update at step t, shared by every implementation of it.
-struct AdamWScalars {
-  float b1, b2, one_b1, one_b2, step_size, bc2_sqrt, decay, eps;
-};
+// The version of the arithmetic the fused kernels share with the loops above (adamw_element.h:
+// the gradient norm's chunk partials and the AdamW update), among a GPU session's facts when a
+// run uses them (optim.kernels = fused).
+constexpr const char* kFusedOptimizerArithmetic = "wit-optimizer-v1";
+
+// The fp32 scalars of that update at step t (adamw_element.h), shared by every implementation
+// of it.
 AdamWScalars adamw_scalars(const Hyper& h, int64_t t);
 
 }  // namespace wit::optim

@@ -1,0 +1,83 @@
+// The optimizer on a GPU in two kernels, each element's and each chunk's arithmetic the CPU's
+// (adamw_element.h): no atomics and no reordering, so the bits are the CPU loops' own.
+#include <cuda_runtime.h>
+
+#include "trainer/optim/adamw_kernels.h"
+
+namespace wit::optim::cuda {
+namespace {
+
+constexpr int kThreads = 256, kWarp = 32, kWarpsPerBlock = kThreads / kWarp, kAhead = 4;
+
+// A chunk's sum is a chain of dependent additions in the CPU's order, whatever the kernel does.
+// One warp a chunk: its lanes read kAhead runs of 32 consecutive elements (coalesced reads, all
+// in flight together) and square them (exact in double), then every lane adds the squares in
+// element order to its own copy of the sum, so the chain is the CPU's and only the additions
+// wait on each other. Past the chunk's end a lane's square is +0, which leaves the sum's bits as
+// they are (the sum is never −0).
+__global__ void __launch_bounds__(kThreads)
+    norm_partials_kernel(const float* g, int64_t n, int64_t chunk, int64_t chunks,
+                         double* partials) {
+  const int64_t c = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+  const int lane = int(threadIdx.x % kWarp);
+  if (c >= chunks) return;  // the whole warp: c is the warp's
+  const int64_t b = c * chunk, e = b + chunk < n ? b + chunk : n;
+  double s = 0.0;
+  for (int64_t i0 = b; i0 < e; i0 += kAhead * kWarp) {
+    double sq[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const int64_t i = i0 + u * kWarp + lane;
+      sq[u] = i < e ? square(g[i]) : 0.0;
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u)
+#pragma unroll
+      for (int j = 0; j < kWarp; ++j) s += __shfl_sync(0xffffffffu, sq[u], j);
+  }
+  if (lane == 0) partials[c] = s;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    adamw_kernel(float* p, const float* g, float* m, float* v, const bool* decay, int64_t n,
+                 AdamWScalars k) {
+  const int64_t stride = int64_t(gridDim.x) * kThreads;
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
+    float pi = p[i], mi = m[i], vi = v[i];
+    adamw_element(pi, g[i], mi, vi, decay[i] ? k.decay : 1.0f, k);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+const char* launched() {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+}
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < (int64_t(1) << 20) ? b : (int64_t(1) << 20));  // then grid-stride
+}
+
+}  // namespace
+
+const char* grad_norm_partials(const float* g, int64_t n, int64_t chunk, double* partials,
+                               void* stream) {
+  if (n <= 0) return nullptr;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  norm_partials_kernel<<<unsigned((chunks + kWarpsPerBlock - 1) / kWarpsPerBlock), kThreads, 0,
+                         static_cast<cudaStream_t>(stream)>>>(g, n, chunk, chunks, partials);
+  return launched();
+}
+
+const char* adamw_update(float* p, const float* g, float* m, float* v, const bool* decay, int64_t n,
+                         AdamWScalars k, void* stream) {
+  if (n <= 0) return nullptr;
+  adamw_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, g, m, v, decay,
+                                                                                  n, k);
+  return launched();
+}
+
+}  // namespace wit::optim::cuda

@@ -106,8 +106,8 @@ const config::Schema& run_schema() {
     s.add_string("optim", "kernels", "ops",
                  "how a GPU computes the gradient norm and the AdamW update: ops (libtorch "
                  "operations: the CPU's definitions to rounding), fused (one kernel each, whose "
-                 "arithmetic is the CPU's: the same bits on the CPU and the GPU). The CPU computes "
-                 "its definitions either way. Committed when fused",
+                 "arithmetic is the CPU's: the same bits on the CPU and the GPU, NaN encodings "
+                 "aside). The CPU computes its definitions either way. Committed when fused",
                  {"ops", "fused"});
 
     s.add_string("dist", "mode", "ddp",

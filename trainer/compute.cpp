@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "trainer/cpu_numerics.h"
+#include "trainer/device_ops.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
 #include "trainer/model/cross_entropy.h"
@@ -37,24 +38,31 @@ bool libtorch_has_cuda() {
 namespace {
 
 // wit's fused kernels that a compute uses: each one's committed key, its name among the device
-// facts, the version of its arithmetic, and whether the CPU computes that arithmetic too (the
-// optimizer's: its kernels run the CPU's loops' arithmetic; the others' CPU forms are for tests).
+// facts, the version of its arithmetic, whether the CPU computes that arithmetic too (the
+// optimizer's: its kernels run the CPU's loops' arithmetic; the others' CPU forms are for tests),
+// and whether this build has its CUDA kernels.
 struct FusedKernel {
   const char* key;
   const char* fact;
   const char* arithmetic;
   bool on_cpu;
+  bool built;
 };
 std::vector<FusedKernel> fused_kernels(const Compute& c) {
   std::vector<FusedKernel> out;
   if (c.cross_entropy == "fused")
-    out.push_back(
-        {"model.cross_entropy", "cross_entropy", model::kFusedCrossEntropyArithmetic, false});
+    out.push_back({"model.cross_entropy", "cross_entropy", model::kFusedCrossEntropyArithmetic,
+                   false, model::kernels_built()});
   if (c.layer_norm == "fused")
-    out.push_back({"model.layer_norm", "layer_norm", model::kFusedLayerNormArithmetic, false});
+    out.push_back({"model.layer_norm", "layer_norm", model::kFusedLayerNormArithmetic, false,
+                   model::kernels_built()});
   if (c.fused_optimizer())
-    out.push_back({"optim.kernels", "optim_kernels", optim::kFusedOptimizerArithmetic, true});
+    out.push_back({"optim.kernels", "optim_kernels", optim::kFusedOptimizerArithmetic, true,
+                   fused_optimizer_built()});
   return out;
+}
+bool all_built(const std::vector<FusedKernel>& fused) {
+  return std::all_of(fused.begin(), fused.end(), [](const FusedKernel& k) { return k.built; });
 }
 // Those that the CPU does not compute.
 std::vector<FusedKernel> cuda_only(std::vector<FusedKernel> fused) {
@@ -148,7 +156,7 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
       fail(
           "{} = fused: its kernels run on CUDA only, and this run computes on the CPU (set {}=ops)",
           k.key, k.key);
-    if (!model::kernels_built())
+    if (!k.built)
       fail(
           "{} = fused: this wit was built without its CUDA kernels (the CUDA path needs nvcc and "
           "NCCL at configure time; docs/gpu.md)",
@@ -335,7 +343,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   nlohmann::json here = nlohmann::json::object();  // no GPU
   Compute gpu;
   // A run that used wit's fused kernels replays exactly only with them.
-  const bool kernels = fused_kernels(committed_kernels(rc)).empty() || model::kernels_built();
+  const bool kernels = all_built(fused_kernels(committed_kernels(rc)));
   if (kernels && libtorch_has_cuda() && torch::cuda::is_available()) {
     config::Config c = config::Config::parse(
         "{}", "replay", run_schema(),

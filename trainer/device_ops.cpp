@@ -126,6 +126,14 @@ void adamw_update_by_ops(torch::Tensor& p, const torch::Tensor& g, torch::Tensor
   }
 }
 
+bool fused_optimizer_built() {
+#ifdef WIT_OPTIM_CUDA_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 // The fused forms read fp32, contiguous tensors on one device, from element 0.

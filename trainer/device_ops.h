@@ -42,6 +42,8 @@ void adamw_update_fused(torch::Tensor& p, const torch::Tensor& g, torch::Tensor&
                         torch::Tensor& v, int64_t n,
                         const std::vector<optim::DecaySegment>& segments, int64_t t,
                         const optim::Hyper& h);
+// Whether this build has those kernels for CUDA (the CUDA path: nvcc and NCCL at configure time).
+bool fused_optimizer_built();
 
 // The sketch of `values` (fp32, 1-D), parameters [first_index, first_index + numel) of the flat
 // vector: witness::sketch_weights on the CPU; on another device the same integers (exact).

@@ -1,17 +1,19 @@
 // The step's fixed-order arithmetic as the GPU runs it (torch operations: trainer/device_ops.h),
 // checked on the CPU against the loops that define it: the weight sketch exactly, the norm and
 // AdamW to rounding. And what start-up resolves on a CPU-only libtorch.
+#include "trainer/device_ops.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
+#include "record/run_config.h"
 #include "trainer/compute.h"
 #include "trainer/cpu_numerics.h"
-#include "trainer/device_ops.h"
-#include "record/run_config.h"
 
 namespace wit {
 namespace {
@@ -146,9 +148,10 @@ TEST(DeviceOpsCuda, TheDeviceImplementationsOnAGpu) {
   EXPECT_TRUE(torch::equal(run(), run()));
 }
 
-// optim.kernels = fused on the CPU: its forms run the loops that define the arithmetic (the
-// kernels' own, adamw_element.h), and refuse what the kernels could not read.
-TEST(DeviceOps, FusedOptimizerFormsAreTheDefinition) {
+// optim.kernels = fused on CPU tensors: its forms run the loops that define the arithmetic (the
+// kernels' own, adamw_element.h; the GPU test below is what checks the kernels), and refuse what
+// the kernels could not read.
+TEST(DeviceOps, FusedOptimizerFormsRefuseWhatTheKernelsCannotRead) {
   const int64_t n = 2 * optim::kNormChunk + 77;
   auto g = random_values(n + 5, 5);
   EXPECT_EQ(grad_norm_partials_fused(g, n), optim::grad_norm_partials(g.data_ptr<float>(), n));
@@ -186,34 +189,54 @@ TEST(DeviceOps, FusedOptimizerFormsAreTheDefinition) {
                  "fp32 contiguous tensors");
 }
 
+// Bit for bit, -0 and +0 apart (torch::equal and == on doubles take them as equal).
+bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
+  return torch::equal(a.cpu().contiguous().view(torch::kInt32),
+                      b.cpu().contiguous().view(torch::kInt32));
+}
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
 // On a GPU (launch/gpu-check runs it; skipped here): the fused kernels give the CPU loops' bits,
-// not merely their values to rounding. A chunk that ends early, a range shorter than its tensor
-// (an FSDP shard's), and updates with and without decay and clipping's large values.
+// not merely their values to rounding. Chunks that end early, ranges shorter than their tensors
+// (an FSDP shard's), segments that start past element 0, squares beyond fp32's range, and
+// updates with and without decay; and a GPU session names the kernels among its facts.
 TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
   if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   const torch::Device gpu(torch::kCUDA, 0);
-  for (const int64_t n : {int64_t(1), int64_t(31), 3 * optim::kNormChunk + 999}) {
+  for (const int64_t n : {int64_t(1), int64_t(31), int64_t(300), 3 * optim::kNormChunk + 999}) {
     auto g = random_values(n + 40, uint64_t(n));
-    if (n > 100) g[100] = 3e19f;  // squares far above fp32's range: double holds them
-    EXPECT_EQ(grad_norm_partials_fused(g.to(gpu), n),
-              optim::grad_norm_partials(g.data_ptr<float>(), n))
+    if (n > 100) g[100] = 3e19f;  // its square is far above fp32's range: double holds it
+    if (n > 200) g[200] = -0.0f;
+    EXPECT_TRUE(same_bits(grad_norm_partials_fused(g.to(gpu), n),
+                          optim::grad_norm_partials(g.data_ptr<float>(), n)))
         << n;
   }
-  const int64_t n = 2 * optim::kNormChunk + 12345;
+  const int64_t n = 2 * optim::kNormChunk + 12345, lo = 100, extra = 50;
   const std::vector<optim::DecaySegment> segs = {
-      {0, n / 3, true}, {n / 3, n / 2, false}, {n / 2, n, true}};
+      {lo, n / 3, true}, {n / 3, n / 2, false}, {n / 2, n, true}};
   const optim::Hyper h{6e-4f, 0.1f, 0.9f, 0.95f, 1e-8f, 1.0f};
-  auto p = random_values(n, 8), m = torch::zeros({n}), v = torch::zeros({n});
+  auto p = random_values(n + extra, 8), m = torch::zeros({n + extra}),
+       v = torch::zeros({n + extra});
   auto pd = p.to(gpu), md = m.to(gpu), vd = v.to(gpu);
   for (int64_t t = 1; t <= 4; ++t) {
-    const auto gt = random_values(n, 40 + uint64_t(t)) * (t == 2 ? 1e4 : 1.0);
+    auto gt = random_values(n + extra, 40 + uint64_t(t)) * (t == 2 ? 1e4 : 1.0);
+    gt[lo + 7] = -0.0f;
     optim::adamw_update(p.data_ptr<float>(), gt.data_ptr<float>(), m.data_ptr<float>(),
                         v.data_ptr<float>(), n, segs, t, h);
     adamw_update(pd, gt.to(gpu), md, vd, n, segs, t, h, /*fused=*/true);
   }
-  EXPECT_TRUE(torch::equal(pd.cpu(), p));
-  EXPECT_TRUE(torch::equal(md.cpu(), m));
-  EXPECT_TRUE(torch::equal(vd.cpu(), v));
+  EXPECT_TRUE(same_bits(pd, p));
+  EXPECT_TRUE(same_bits(md, m));
+  EXPECT_TRUE(same_bits(vd, v));
+  EXPECT_TRUE(torch::equal(p.narrow(0, 0, lo), random_values(n + extra, 8).narrow(0, 0, lo)));
+
+  auto cfg = config::Config::parse("{}", "test", run_schema(),
+                                   {"train.device=cuda", "optim.kernels=fused"});
+  const auto facts = device_facts(resolve_compute(cfg, 1, true));
+  EXPECT_EQ(facts.value("optim_kernels", ""), "fused") << facts.dump();
+  EXPECT_NE(facts.value("kernels", "").find("wit-optimizer-v1"), std::string::npos) << facts.dump();
 }
 
 config::Config tiny_config(const std::vector<std::string>& sets) {
@@ -290,6 +313,13 @@ TEST(Compute, TheFusedOptimizerIsCommittedAndTheCpuComputesIt) {
   EXPECT_TRUE(replay.device.is_cpu());
   EXPECT_EQ(replay.optim_kernels, "fused");
   EXPECT_EQ(note, "");
+  // Beside a fused kernel the CPU does not compute, that one still has no exact replay.
+  const RunConfig both = run_config_from(
+      tiny_config({"optim.kernels=fused", "model.cross_entropy=fused", "train.device=cpu"}));
+  EXPECT_THROW(replay_compute("[]", both, /*tolerance=*/false, 1, nullptr), Error);
+  replay_compute("[]", both, /*tolerance=*/true, 1, &note);
+  EXPECT_NE(note.find("model.cross_entropy = fused"), std::string::npos) << note;
+  EXPECT_EQ(note.find("optim.kernels"), std::string::npos) << note;
 }
 
 TEST(Compute, ACommittedConfigNamesItsKernel) {

@@ -7,33 +7,35 @@
 namespace wit::optim::cuda {
 namespace {
 
-constexpr int kThreads = 256, kWarp = 32, kWarpsPerBlock = kThreads / kWarp, kAhead = 4;
+constexpr int kThreads = 256, kWarp = 32, kWarpsPerBlock = kThreads / kWarp, kTile = 256;
 
 // A chunk's sum is a chain of dependent additions in the CPU's order, whatever the kernel does.
-// One warp a chunk: its lanes read kAhead runs of 32 consecutive elements (coalesced reads, all
-// in flight together) and square them (exact in double), then every lane adds the squares in
-// element order to its own copy of the sum, so the chain is the CPU's and only the additions
-// wait on each other. Past the chunk's end a lane's square is +0, which leaves the sum's bits as
-// they are (the sum is never −0).
+// One warp a chunk, a tile of kTile elements at a time: its lanes read the tile (coalesced
+// reads, all in flight together) and stage their squares (exact in double) in shared memory,
+// then one lane adds them in element order. So the chain is the CPU's, and a chain's additions
+// are all that waits; the chunks' warps run side by side.
 __global__ void __launch_bounds__(kThreads)
     norm_partials_kernel(const float* g, int64_t n, int64_t chunk, int64_t chunks,
                          double* partials) {
-  const int64_t c = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
-  const int lane = int(threadIdx.x % kWarp);
-  if (c >= chunks) return;  // the whole warp: c is the warp's
+  __shared__ double staged[kWarpsPerBlock][kTile];
+  const int warp = int(threadIdx.x / kWarp), lane = int(threadIdx.x % kWarp);
+  const int64_t c = int64_t(blockIdx.x) * kWarpsPerBlock + warp;
+  if (c >= chunks) return;  // the whole warp (c is the warp's); only warps synchronise
   const int64_t b = c * chunk, e = b + chunk < n ? b + chunk : n;
+  double* squares = staged[warp];
   double s = 0.0;
-  for (int64_t i0 = b; i0 < e; i0 += kAhead * kWarp) {
-    double sq[kAhead];
+  for (int64_t t = b; t < e; t += kTile) {
 #pragma unroll
-    for (int u = 0; u < kAhead; ++u) {
-      const int64_t i = i0 + u * kWarp + lane;
-      sq[u] = i < e ? square(g[i]) : 0.0;
+    for (int u = 0; u < kTile / kWarp; ++u) {
+      const int64_t i = t + u * kWarp + lane;
+      if (i < e) squares[u * kWarp + lane] = square(g[i]);
     }
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u)
-#pragma unroll
-      for (int j = 0; j < kWarp; ++j) s += __shfl_sync(0xffffffffu, sq[u], j);
+    __syncwarp();
+    if (lane == 0) {
+      const int m = e - t < kTile ? int(e - t) : kTile;
+      for (int j = 0; j < m; ++j) s += squares[j];
+    }
+    __syncwarp();  // the tile is summed before the next overwrites it
   }
   if (lane == 0) partials[c] = s;
 }

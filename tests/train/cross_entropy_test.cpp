@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "record/run_config.h"
+#include "tests/train/fused_keys.h"
 #include "trainer/compute.h"
 #include "trainer/model/cross_entropy_rows.h"
 
@@ -145,18 +146,10 @@ TEST(FusedCrossEntropy, Bf16RoundingIsTorchs) {
   }
 }
 
-config::Config config_with(const std::vector<std::string>& sets) {
-  return config::Config::parse("{}", "test", run_schema(), sets);
-}
-
 // The kernels are part of the trajectory: a run commits "fused"; "ops" is what a config without
 // the key means. On the CPU the fused form is refused (it is for a GPU).
 TEST(FusedCrossEntropy, ARunCommitsItAndTheCpuRefusesIt) {
-  const std::string fused = committed_yaml(config_with({"model.cross_entropy=fused"}));
-  EXPECT_NE(fused.find("cross_entropy: \"fused\""), std::string::npos) << fused;
-  EXPECT_EQ(committed_yaml(parse_committed(fused, "test")), fused);
-  EXPECT_EQ(committed_yaml(config_with({"model.cross_entropy=ops"})),
-            committed_yaml(config_with({})));
+  expect_committed_only_when_fused("model.cross_entropy");
   // train.device=cpu: refused on a machine with a GPU too.
   auto cfg = config_with({"model.cross_entropy=fused", "train.device=cpu"});
   try {

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "record/run_config.h"
+#include "tests/train/fused_keys.h"
 #include "trainer/compute.h"
 #include "trainer/cpu_numerics.h"
 
@@ -244,20 +245,16 @@ TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
   EXPECT_NE(facts.value("kernels", "").find("wit-optimizer-v1"), std::string::npos) << facts.dump();
 }
 
-config::Config tiny_config(const std::vector<std::string>& sets) {
-  return config::Config::parse("{}", "test", run_schema(), sets);
-}
-
 TEST(Compute, ResolvesToTheCpuWhereNoGpuIsVisible) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible";
-  auto cfg = tiny_config({"model.attention=auto"});
+  auto cfg = config_with({"model.attention=auto"});
   const Compute c = resolve_compute(cfg, 1, true);
   EXPECT_TRUE(c.device.is_cpu());
   EXPECT_FALSE(c.bf16);
   EXPECT_EQ(c.attention, "math");
   // auto is committed as what it resolved to, and math is what a committed config leaves out.
   EXPECT_EQ(cfg.get_string("model.attention"), "math");
-  EXPECT_EQ(committed_yaml(cfg), committed_yaml(tiny_config({})));
+  EXPECT_EQ(committed_yaml(cfg), committed_yaml(config_with({})));
   const auto facts = device_facts(c);
   EXPECT_EQ(facts["device"], "cpu");
   // This binary pins its CPU numerics (tests/pinned_gtest_main.cpp), as wit does.
@@ -286,7 +283,7 @@ TEST(Compute, ReplayIgnoresSessionFieldsOfOtherTypes) {
 TEST(Compute, RefusesWhatTheCpuCannotRun) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible";
   auto expect_error = [](std::vector<std::string> sets, const std::string& text) {
-    auto cfg = tiny_config(sets);
+    auto cfg = config_with(sets);
     try {
       resolve_compute(cfg, 1, true);
       ADD_FAILURE() << "accepted: " << sets.front();
@@ -302,15 +299,12 @@ TEST(Compute, RefusesWhatTheCpuCannotRun) {
 // optim.kernels = fused is the CPU's own arithmetic: the CPU accepts it and computes its loops,
 // a run commits it (only when fused), and a CPU run that commits it replays exactly on the CPU.
 TEST(Compute, TheFusedOptimizerIsCommittedAndTheCpuComputesIt) {
-  auto cfg = tiny_config({"optim.kernels=fused", "train.device=cpu"});
+  auto cfg = config_with({"optim.kernels=fused", "train.device=cpu"});
   const Compute c = resolve_compute(cfg, 1, true);
   EXPECT_TRUE(c.device.is_cpu());
   EXPECT_TRUE(c.fused_optimizer());
-  const std::string text = committed_yaml(cfg);
-  EXPECT_NE(text.find("kernels: \"fused\""), std::string::npos) << text;
-  EXPECT_EQ(committed_yaml(parse_committed(text, "test")), text);
-  EXPECT_EQ(committed_yaml(tiny_config({"optim.kernels=ops"})), committed_yaml(tiny_config({})));
-  auto plain = tiny_config({});  // a CPU session's facts are the same either way
+  expect_committed_only_when_fused("optim.kernels");
+  auto plain = config_with({});  // a CPU session's facts are the same either way
   EXPECT_EQ(device_facts(c), device_facts(resolve_compute(plain, 1, true)));
   const RunConfig rc = run_config_from(cfg);
   std::string note;
@@ -320,7 +314,7 @@ TEST(Compute, TheFusedOptimizerIsCommittedAndTheCpuComputesIt) {
   EXPECT_EQ(note, "");
   // Beside a fused kernel the CPU does not compute, that one still has no exact replay.
   const RunConfig both = run_config_from(
-      tiny_config({"optim.kernels=fused", "model.cross_entropy=fused", "train.device=cpu"}));
+      config_with({"optim.kernels=fused", "model.cross_entropy=fused", "train.device=cpu"}));
   EXPECT_THROW(replay_compute("[]", both, /*tolerance=*/false, 1, nullptr), Error);
   replay_compute("[]", both, /*tolerance=*/true, 1, &note);
   EXPECT_NE(note.find("model.cross_entropy = fused"), std::string::npos) << note;
@@ -328,12 +322,12 @@ TEST(Compute, TheFusedOptimizerIsCommittedAndTheCpuComputesIt) {
 }
 
 TEST(Compute, ACommittedConfigNamesItsKernel) {
-  auto flash = tiny_config({"model.attention=flash", "train.precision=bf16"});
+  auto flash = config_with({"model.attention=flash", "train.precision=bf16"});
   const std::string text = committed_yaml(flash);
   EXPECT_NE(text.find("attention: \"flash\""), std::string::npos);
   EXPECT_NE(text.find("precision: \"bf16\""), std::string::npos);
   EXPECT_EQ(committed_yaml(parse_committed(text, "test")), text);
-  EXPECT_THROW(committed_yaml(tiny_config({"model.attention=auto"})), Error);
+  EXPECT_THROW(committed_yaml(config_with({"model.attention=auto"})), Error);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "record/run_config.h"
+#include "tests/train/fused_keys.h"
 #include "trainer/compute.h"
 
 namespace wit {
@@ -250,17 +251,10 @@ TEST(FusedLayerNorm, RefusesTensorsItCannotRead) {
                Error);
 }
 
-config::Config config_with(const std::vector<std::string>& sets) {
-  return config::Config::parse("{}", "test", run_schema(), sets);
-}
-
 // The kernels are part of the trajectory: a run commits "fused"; "ops" is what a config without
 // the key means. On the CPU the fused form is refused (it is for a GPU).
 TEST(FusedLayerNorm, ARunCommitsItAndTheCpuRefusesIt) {
-  const std::string fused = committed_yaml(config_with({"model.layer_norm=fused"}));
-  EXPECT_NE(fused.find("layer_norm: \"fused\""), std::string::npos) << fused;
-  EXPECT_EQ(committed_yaml(parse_committed(fused, "test")), fused);
-  EXPECT_EQ(committed_yaml(config_with({"model.layer_norm=ops"})), committed_yaml(config_with({})));
+  expect_committed_only_when_fused("model.layer_norm");
   auto cfg = config_with({"model.layer_norm=fused", "train.device=cpu"});
   try {
     resolve_compute(cfg, 1, true);

@@ -160,6 +160,7 @@ for f in sorted(glob.glob(os.path.join(parts, "scale_*.metrics.jsonl"))):
     if w:
         row["witness_parts_pct"] = 100 * (w["sketch_s"] + w["hash_s"] + w["seal_s"] + w["append_s"]) / w["plain_s"]
         row["params"] = w["params"]
+        row["sketch_s"], row["sketch_ops_s"] = w["sketch_s"], w.get("sketch_ops_s")
     s["scales"][name] = row
 json.dump(s, open(os.path.join(out, "gpu-baselines.json"), "w"), indent=2)
 
@@ -170,6 +171,8 @@ c = s["check"]
 print(f"| {base} | tokens/s, MFU (witnessing on) | {fmt(c.get('tokens_per_s_median'), '{:.0f}')}, {fmt(100 * c['mfu_median'] if c.get('mfu_median') else None)} % | MFU >= 40 % |")
 if ab:
     print(f"| {base} | witnessing on vs off, {ab['pairs']} pairs | {100 * (ab['pair_ratio'] - 1):+.2f} % [{100 * (ab['pair_lo'] - 1):+.1f}, {100 * (ab['pair_hi'] - 1):+.1f}] | <= 1 % |")
+if ab and ab.get("sketch_ops_s"):
+    print(f"| {base} | the weight sketch: its kernel vs its torch operations | {1e3 * ab['sketch_s']:.2f} ms vs {1e3 * ab['sketch_ops_s']:.2f} ms: {ab['sketch_ops_s'] / ab['sketch_s']:.1f}x | report |")
 if ab and fused:
     print(f"| {base} | witnessed step, fused cross-entropy vs ATen's (separate runs) | {fused['witnessed_s']:.3f} s vs {ab['witnessed_s']:.3f} s: {ab['witnessed_s'] / fused['witnessed_s']:.2f}x | report |")
 if ab and unpadded:
@@ -196,6 +199,9 @@ if np2:
 for name, r in s["scales"].items():
     gib = r["peak_device_bytes"] / 2**30 if r.get("peak_device_bytes") else None
     print(f"| {name} | tokens/s, MFU, witnessing, checkpoint stall (write), peak memory | {fmt(r['tokens_per_s'], '{:.0f}')}, {fmt(100 * r['mfu'] if r['mfu'] else None)} %, {fmt(r.get('witness_parts_pct'), '{:.2f}')} %, {fmt(r['checkpoint_s'], '{:.1f}')} s ({fmt(r.get('checkpoint_write_s'), '{:.1f}')} s), {fmt(gib, '{:.1f}')} GiB | MFU >= 50 % at 1.5B; witnessing <= 1 % |")
+for name, r in s["scales"].items():
+    if r.get("sketch_ops_s"):
+        print(f"| {name} | the weight sketch: its kernel vs its torch operations | {1e3 * r['sketch_s']:.2f} ms vs {1e3 * r['sketch_ops_s']:.2f} ms: {r['sketch_ops_s'] / r['sketch_s']:.1f}x | report |")
 for f in sorted(glob.glob(os.path.join(parts, "scale_*.json"))):
     if (load(os.path.basename(f)) or {}).get("failed"):
         print(f"| {os.path.basename(f)[len('scale_'):-len('.json')]} | training | FAILED (see scale_*.log) | |")

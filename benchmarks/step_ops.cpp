@@ -326,7 +326,10 @@ int main(int argc, char** argv) {
     const Tally adamw_fused =
         count_ops([&] { wit::adamw_update_fused(p, g, m, v, n, segments, 2, h); }, true);
     const Tally norm_fused = count_ops([&] { wit::grad_norm_partials_fused(g, n); }, true);
-    const Tally sketch = count_ops([&] { wit::sketch_weights_by_ops(p.narrow(0, 0, n), 0); });
+    const Tally sketch = count_ops([&] { wit::sketch_weights_by_ops(p.narrow(0, 0, n), 0); }, true);
+    // The sketch's kernel (on CPU tensors the definition's loop, counted as that kernel).
+    const Tally sketch_fused =
+        count_ops([&] { wit::sketch_weights_fused(p.narrow(0, 0, n), 0); }, true);
     // Their time here, on one CPU thread: a measure of the memory they move, not a GPU figure.
     const double adamw_s = median_seconds([&] { wit::adamw_update_by_ops(p, g, m, v, n, segments, 3, h); });
     const double norm_s = median_seconds([&] { wit::grad_norm_partials_by_ops(g, n); });
@@ -356,6 +359,15 @@ int main(int argc, char** argv) {
                per_param(norm), norm_s);
     fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "gradient norm partials, fused",
                norm_fused.kernels, per_param(norm_fused), norm_fused_s);
+    const double sketch_fused_s =
+        median_seconds([&] { wit::sketch_weights_fused(p.narrow(0, 0, n), 0); });
+    fmt::print("\nthe weight sketch as a GPU runs it (operand bytes per parameter):\n");
+    fmt::print("  {:<38} {:>8} {:>16} {:>16}\n", "", "kernels", "bytes/parameter",
+               "CPU s (1 thread)");
+    fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "weight sketch, torch operations",
+               sketch.kernels, per_param(sketch), sketch_s);
+    fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "weight sketch, its kernel",
+               sketch_fused.kernels, per_param(sketch_fused), sketch_fused_s);
     const auto [aten_ce, fused_ce] = cross_entropy_tallies(rc);
     const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len;
     // Operand bytes are linear in the rows: per row, and for a GPU micro-batch of 16 x 1024.
@@ -394,7 +406,9 @@ int main(int argc, char** argv) {
         "\"layer_norm_fused\": [{}, {}], \"add_layer_norm_aten\": [{}, {}], "
         "\"add_layer_norm_fused\": [{}, {}], \"optimizer_bytes_per_param\": {{\"adamw_ops\": "
         "{:.1f}, \"adamw_fused\": {:.1f}, \"norm_ops\": {:.1f}, \"norm_fused\": {:.1f}}}, "
-        "\"device_adamw_fused\": [{}, {:.4f}], \"device_norm_fused\": [{}, {:.4f}]}}\n",
+        "\"device_adamw_fused\": [{}, {:.4f}], \"device_norm_fused\": [{}, {:.4f}], "
+        "\"sketch_bytes_per_param\": {{\"ops\": {:.1f}, \"kernel\": {:.1f}}}, "
+        "\"device_sketch_kernel\": [{}, {:.4f}]}}\n",
         config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
         step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
         norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
@@ -402,7 +416,8 @@ int main(int argc, char** argv) {
         aten_ln.bytes / rows, fused_ln.kernels, fused_ln.bytes / rows, aten_add.kernels,
         aten_add.bytes / rows, fused_add.kernels, fused_add.bytes / rows, per_param(adamw),
         per_param(adamw_fused), per_param(norm), per_param(norm_fused), adamw_fused.kernels,
-        adamw_fused_s, norm_fused.kernels, norm_fused_s);
+        adamw_fused_s, norm_fused.kernels, norm_fused_s, per_param(sketch), per_param(sketch_fused),
+        sketch_fused.kernels, sketch_fused_s);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

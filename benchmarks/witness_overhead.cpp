@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -149,6 +150,7 @@ struct Result {
   double pair_ratio, pair_lo, pair_hi;        // median of witnessed/plain per pair, its interval
   double sketch_s, hash_s, seal_s, append_s;  // medians
   double target;                              // overhead target (fraction)
+  std::optional<double> sketch_ops_s;         // on a GPU: the sketch's torch operations' form
 };
 
 Result measure(const std::string& name, const Run& run, const wit::data::Dataset& ds, int pairs,
@@ -173,7 +175,7 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   // Both variants advance the same model, so the witnessed rows are every other step: renumber
   // them, since the log wants consecutive steps.
   uint64_t rows = 0;
-  std::vector<double> plain_s, witnessed_s, append_s, sketch_s, hash_s, seal_s;
+  std::vector<double> plain_s, witnessed_s, append_s, sketch_s, hash_s, seal_s, sketch_ops_s;
   volatile uint32_t sink = 0;  // keeps the sketches timed alone from being optimised away
 
   auto run_plain = [&](bool timed) {
@@ -187,6 +189,13 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
     const auto sketch = wit::sketch_weights(layout->local_params(), 0);
     const double sk = secs_since(t1);
     sink = sketch.lanes[0];
+    // On a GPU, the sketch's other form too (its kernel's check; docs/gpu.md), for the ratio.
+    double sk_ops = 0;
+    if (!run.compute.device.is_cpu()) {
+      t1 = Clock::now();
+      sink = wit::sketch_weights_by_ops(layout->local_params(), 0).lanes[0];
+      sk_ops = secs_since(t1);
+    }
     std::vector<wit::MicroBatchWitness> facts;
     double hs = 0;
     for (int64_t i = 0; i < M; ++i) {
@@ -203,6 +212,7 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
     if (!timed) return;
     plain_s.push_back(s);
     sketch_s.push_back(sk);
+    if (!run.compute.device.is_cpu()) sketch_ops_s.push_back(sk_ops);
     hash_s.push_back(hs);
     seal_s.push_back(se);
   };
@@ -247,9 +257,17 @@ Result measure(const std::string& name, const Run& run, const wit::data::Dataset
   const double n = double(ratios.size()), half = 0.98 * std::sqrt(n);
   const size_t lo = size_t(std::max(0.0, std::floor(n / 2 - half)));
   const size_t hi = size_t(std::min(n - 1, std::ceil(n / 2 + half) - 1));
-  return {name,           double(P),      median(plain_s),  median(witnessed_s),
-          median(ratios), ratios[lo],     ratios[hi],       median(sketch_s),
-          median(hash_s), median(seal_s), median(append_s), target};
+  Result r{name,           double(P),      median(plain_s),  median(witnessed_s),
+           median(ratios), ratios[lo],     ratios[hi],       median(sketch_s),
+           median(hash_s), median(seal_s), median(append_s), target,
+           std::nullopt};
+  if (!sketch_ops_s.empty()) {
+    r.sketch_ops_s = median(sketch_ops_s);
+    fmt::print(
+        "{}: the weight sketch on {}: its kernel {:.3f} ms, its torch operations {:.3f} ms\n", name,
+        run.compute.device.str(), 1e3 * r.sketch_s, 1e3 * *r.sketch_ops_s);
+  }
+  return r;
 }
 
 void print_table(const std::vector<Result>& rs) {
@@ -351,7 +369,9 @@ int main(int argc, char** argv) {
                                 {"witnessed_s", r.witnessed_s}, {"pair_ratio", r.pair_ratio},
                                 {"pair_lo", r.pair_lo}, {"pair_hi", r.pair_hi},
                                 {"sketch_s", r.sketch_s}, {"hash_s", r.hash_s},
-                                {"seal_s", r.seal_s}, {"append_s", r.append_s}, {"pairs", pairs}}
+                                {"seal_s", r.seal_s}, {"append_s", r.append_s}, {"pairs", pairs},
+                                {"sketch_ops_s", r.sketch_ops_s ? nlohmann::json(*r.sketch_ops_s)
+                                                                : nlohmann::json()}}
                      .dump());
       return 0;
     }

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/error.h"
+
 namespace wit::witness {
 
 namespace {
@@ -32,14 +34,6 @@ const Tables& tables() {
   return t;
 }
 
-// S_l(b) = low 32 bits of splitmix64(K_l + b), forced odd.
-uint32_t block_coefficient(uint64_t key, uint64_t block) {
-  uint64_t z = key + block + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return uint32_t(z ^ (z >> 31)) | 1u;
-}
-
 // Σ t[j]·u[j] mod 2^32 over one stretch of a block: the loop the compiler vectorises, cloned for
 // the vector units the CPU has (integer arithmetic: every clone gives the same bits).
 __attribute__((target_clones("avx512f", "avx2", "default"))) uint32_t dot(const uint32_t* t,
@@ -59,8 +53,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) uint32_t dot(const 
 const uint32_t* sketch_table(int lane) { return tables().t[size_t(lane)].data(); }
 
 uint32_t sketch_block_coefficient(int lane, uint64_t block) {
-  return block_coefficient(tables().s_key[size_t(lane)], block);
+  return sketch_coefficient(tables().s_key[size_t(lane)], block);
 }
+
+uint64_t sketch_block_key(int lane) { return tables().s_key[size_t(lane)]; }
 
 WeightSketch& WeightSketch::operator+=(const WeightSketch& o) {
   for (int l = 0; l < kSketchLanes; ++l) lanes[l] += o.lanes[l];
@@ -82,6 +78,8 @@ WeightSketch WeightSketch::from_bytes(const Fingerprint& d) {
 }
 
 WeightSketch sketch_weights(const float* values, int64_t first, int64_t count) {
+  WIT_CHECK(first >= 0 && count >= 0, "the weight sketch of {} parameters from index {}", count,
+            first);
   const Tables& tab = tables();
   WeightSketch out;
   int64_t i = first;
@@ -91,7 +89,7 @@ WeightSketch sketch_weights(const float* values, int64_t first, int64_t count) {
     const int64_t n = std::min(kSketchBlock - j0, end - i);
     const float* v = values + (i - first);
     for (int l = 0; l < kSketchLanes; ++l)
-      out.lanes[l] += dot(tab.t[l].data() + j0, v, n) * block_coefficient(tab.s_key[l], block);
+      out.lanes[l] += dot(tab.t[l].data() + j0, v, n) * sketch_coefficient(tab.s_key[l], block);
     i += n;
   }
   return out;

@@ -20,12 +20,11 @@
 #include <cstdint>
 
 #include "core/sha256.h"
+#include "record/sketch_arith.h"
 
 namespace wit::witness {
 
-constexpr int kSketchLanes = 4;
 using Fingerprint = std::array<uint8_t, 4 * kSketchLanes>;
-constexpr int64_t kSketchBlock = 1024;
 
 struct WeightSketch {
   std::array<uint32_t, kSketchLanes> lanes{};
@@ -43,8 +42,9 @@ struct WeightSketch {
 WeightSketch sketch_weights(const float* values, int64_t first_index, int64_t count);
 
 // The definition's constants, for an implementation on another device (trainer/device_ops.h):
-// T_l (kSketchBlock odd words) and S_l(block).
+// T_l (kSketchBlock odd words), S_l(block), and K_l, the key of S_l (sketch_arith.h).
 const uint32_t* sketch_table(int lane);
 uint32_t sketch_block_coefficient(int lane, uint64_t block);
+uint64_t sketch_block_key(int lane);
 
 }  // namespace wit::witness

@@ -1,17 +1,24 @@
 #include "trainer/device_ops.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "trainer/host_read.h"
 #include "trainer/model/kernels.h"
 
-#ifdef WIT_OPTIM_CUDA_KERNELS
+#if defined(WIT_OPTIM_CUDA_KERNELS) || defined(WIT_SKETCH_CUDA_KERNEL)
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-
+#endif
+#ifdef WIT_OPTIM_CUDA_KERNELS
 #include "trainer/optim/adamw_kernels.h"
+#endif
+#ifdef WIT_SKETCH_CUDA_KERNEL
+#include "trainer/sketch_kernel.h"
 #endif
 
 namespace wit {
@@ -213,10 +220,105 @@ void adamw_update_fused(torch::Tensor& p, const torch::Tensor& g, torch::Tensor&
 #endif
 }
 
+namespace {
+
+// "0123abcd 4567ef01 ...": a sketch's lanes, for messages.
+std::string lanes_hex(const witness::WeightSketch& s) {
+  std::string out;
+  for (uint32_t l : s.lanes) out += fmt::format("{}{:08x}", out.empty() ? "" : " ", l);
+  return out;
+}
+
+#ifdef WIT_SKETCH_CUDA_KERNEL
+// The table T (record/sketch.h) on `device`, copied there once per device and thread.
+torch::Tensor sketch_table_on(const torch::Device& device) {
+  thread_local std::vector<std::pair<torch::Device, torch::Tensor>> tables;
+  for (const auto& [d, t] : tables)
+    if (d == device) return t;
+  auto host = torch::empty({witness::kSketchLanes * witness::kSketchBlock}, torch::kInt32);
+  for (int l = 0; l < witness::kSketchLanes; ++l)
+    std::memcpy(host.data_ptr<int32_t>() + l * witness::kSketchBlock, witness::sketch_table(l),
+                witness::kSketchBlock * sizeof(uint32_t));
+  tables.emplace_back(device, host.to(device));
+  return tables.back().second;
+}
+#endif
+
+}  // namespace
+
 witness::WeightSketch sketch_weights(const torch::Tensor& values, int64_t first) {
   if (values.is_cpu())
     return witness::sketch_weights(values.contiguous().data_ptr<float>(), first, values.numel());
-  return sketch_weights_by_ops(values, first);
+  if (!sketch_kernel_built() || !values.is_cuda() || values.dim() != 1 || !values.is_contiguous())
+    return sketch_weights_by_ops(values, first);
+  // The kernel, checked once per device against the operations' form (both are exact), on
+  // parameters enough to span blocks (a process sketches the same range every step).
+  thread_local std::vector<std::pair<torch::Device, bool>> kernel_agrees;
+  const auto known = std::find_if(kernel_agrees.begin(), kernel_agrees.end(),
+                                  [&](const auto& d) { return d.first == values.device(); });
+  if (known != kernel_agrees.end())
+    return known->second ? sketch_weights_fused(values, first)
+                         : sketch_weights_by_ops(values, first);
+  const auto by_ops = sketch_weights_by_ops(values, first);
+  if (values.numel() < 2 * witness::kSketchBlock) return by_ops;
+  std::string fault;
+  try {
+    const auto by_kernel = sketch_weights_fused(values, first);
+    if (by_kernel != by_ops)
+      fault = fmt::format("gave {} where its definition gives {}", lanes_hex(by_kernel),
+                          lanes_hex(by_ops));
+  } catch (const Error& e) {
+    fault = fmt::format("failed: {}", e.what());  // e.g. no kernel image for this GPU
+  }
+  kernel_agrees.emplace_back(values.device(), fault.empty());
+  if (!fault.empty())
+    fmt::print(stderr,
+               "wit: warning: the weight sketch's kernel {} on {}; this process sketches with "
+               "torch operations from now on (slower, the same fingerprints). Please report it "
+               "with this GPU's model.\n",
+               fault, values.device().str());
+  return by_ops;
+}
+
+bool sketch_kernel_built() {
+#ifdef WIT_SKETCH_CUDA_KERNEL
+  return true;
+#else
+  return false;
+#endif
+}
+
+witness::WeightSketch sketch_weights_fused(const torch::Tensor& values, int64_t first) {
+  WIT_CHECK(values.dim() == 1 && values.scalar_type() == torch::kFloat32 && values.is_contiguous(),
+            "the weight sketch's kernel reads a contiguous 1-D fp32 tensor (got {}-D {})",
+            values.dim(), c10::toString(values.scalar_type()));
+  WIT_CHECK(first >= 0, "the weight sketch of parameters from index {}", first);
+  if (values.is_cpu()) {
+    const model::KernelScope scope("wit::kernel::weight_sketch", {values}, {});
+    return witness::sketch_weights(values.data_ptr<float>(), first, values.numel());
+  }
+#ifndef WIT_SKETCH_CUDA_KERNEL
+  fail("the weight sketch's kernel: this wit was built without it (docs/gpu.md)");
+#else
+  const c10::cuda::CUDAGuard on_device(values.device());
+  auto lanes = model::kernel_output({witness::kSketchLanes}, values.options().dtype(torch::kInt32));
+  {
+    const model::KernelScope scope("wit::kernel::weight_sketch", {values}, {lanes});
+    cuda::SketchKeys keys;
+    for (int l = 0; l < witness::kSketchLanes; ++l) keys.key[l] = witness::sketch_block_key(l);
+    const char* error = cuda::weight_sketch(
+        values.data_ptr<float>(), first, values.numel(),
+        reinterpret_cast<const uint32_t*>(sketch_table_on(values.device()).data_ptr<int32_t>()),
+        keys, reinterpret_cast<uint32_t*>(lanes.data_ptr<int32_t>()),
+        at::cuda::getCurrentCUDAStream().stream());
+    if (error) fail("the weight sketch's kernel did not launch: {}", error);
+  }
+  const auto host = to_host(lanes);
+  witness::WeightSketch out;
+  for (int l = 0; l < witness::kSketchLanes; ++l)
+    out.lanes[size_t(l)] = uint32_t(host.data_ptr<int32_t>()[l]);
+  return out;
+#endif
 }
 
 // Lane l's sum over a block b is dot_l(b) = Σ_j T_l[j]·u[b,j] (mod 2^32). With T = T_hi·2^16 + T_lo

@@ -9,6 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "record/run_config.h"
@@ -243,6 +248,77 @@ TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
   const auto facts = device_facts(resolve_compute(cfg, 1, true));
   EXPECT_EQ(facts.value("optim_kernels", ""), "fused") << facts.dump();
   EXPECT_NE(facts.value("kernels", "").find("wit-optimizer-v1"), std::string::npos) << facts.dump();
+}
+
+// The sketch's kernel form on the CPU is the definition's loop; it refuses what the kernel
+// cannot read, naming it.
+TEST(DeviceOps, TheSketchKernelsFormIsTheDefinitionAndRefusesWhatItCannotRead) {
+  auto v = random_values(3000, 6);
+  EXPECT_EQ(sketch_weights_fused(v.narrow(0, 10, 2500), 777),
+            witness::sketch_weights(v.data_ptr<float>() + 10, 777, 2500));
+  for (const auto& [bad, text] : std::vector<std::pair<torch::Tensor, std::string>>{
+           {v.view({30, 100}), "got 2-D Float"},
+           {v.to(torch::kFloat64), "got 1-D Double"},
+           {v.slice(0, 0, 3000, 2), "a contiguous 1-D fp32 tensor"}}) {
+    try {
+      sketch_weights_fused(bad, 0);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  }
+}
+
+// On a GPU (launch/gpu-check runs it, reported apart; skipped here): the sketch's kernel gives
+// the definition's integers exactly. Ranges that start and end inside blocks, one parameter and
+// none, every bit set, first indices past 2^30 and past 2^42 (block indices past 2^32), a view
+// into a larger tensor (a DDP rank's slice), and more sketch blocks than the kernel has warps
+// (each warp then takes several in turn); and the sketch a step calls, which checks the kernel
+// on a thread's first call, gives them too, on that call and after.
+TEST(DeviceOpsCuda, FusedWeightSketchIsTheDefinitionExactly) {
+  if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  ASSERT_TRUE(sketch_kernel_built());
+  const torch::Device gpu(torch::kCUDA, 0);
+  auto v = random_values(5000, 1);
+  v[0] = -0.0f;
+  v[1] = std::numeric_limits<float>::infinity();
+  v[2] = std::numeric_limits<float>::quiet_NaN();
+  v[3] = -std::numeric_limits<float>::denorm_min();
+  for (auto [first, lo, n] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{0, 0, 5000},
+                                                          {1000, 7, 3000},
+                                                          {3 * 1024 - 5, 100, 10},
+                                                          {1 << 20, 0, 4999},
+                                                          {5, 3, 1},
+                                                          {1024, 0, 0},
+                                                          {(int64_t(1) << 30) + 517, 0, 4000},
+                                                          {(int64_t(1) << 42) + 1000, 9, 2500}}) {
+    const auto part = v.narrow(0, lo, n);
+    EXPECT_EQ(sketch_weights_fused(part.to(gpu), first),
+              witness::sketch_weights(part.data_ptr<float>(), first, n))
+        << "first " << first << " n " << n;
+    EXPECT_EQ(sketch_weights_fused(v.to(gpu).narrow(0, lo, n), first),
+              witness::sketch_weights(part.data_ptr<float>(), first, n))
+        << "a view: first " << first << " n " << n;
+  }
+  EXPECT_THROW(sketch_weights_fused(v.to(gpu).slice(0, 0, 5000, 2), 0), Error);
+  auto ones = torch::full({3000}, -1, torch::kInt32).view(torch::kFloat32);  // 0xffffffff
+  EXPECT_EQ(sketch_weights_fused(ones.to(gpu), 517),
+            witness::sketch_weights(ones.data_ptr<float>(), 517, 3000));
+  const int64_t big_n = 3 * (int64_t(1) << 24) + 3000;  // 49,156 sketch blocks, 16,384 warps
+  auto big = random_values(big_n, 7);
+  const auto big_gpu = big.to(gpu);
+  const auto want = witness::sketch_weights(big.data_ptr<float>(), 300, big_n);
+  EXPECT_EQ(sketch_weights_fused(big_gpu, 300), want);
+  // A new thread, whose first sketch checks the kernel (the check is kept per thread).
+  std::thread([&] {
+    EXPECT_EQ(sketch_weights(big_gpu, 300), want);  // the first call: kernel and check
+    EXPECT_EQ(sketch_weights(big_gpu, 300), want);  // then the kernel alone
+  }).join();
+  // A changed bit changes the sketch (the comparison can fail).
+  auto w = big.clone();
+  w[big_n - 1] = std::nextafter(w[big_n - 1].item<float>(), 1.0f);
+  EXPECT_NE(sketch_weights_fused(w.to(gpu), 300), want);
 }
 
 TEST(Compute, ResolvesToTheCpuWhereNoGpuIsVisible) {

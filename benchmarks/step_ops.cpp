@@ -264,7 +264,8 @@ int main(int argc, char** argv) {
           "Counts the ATen operations of one training step (kernel launches on a GPU), "
           "where they come from, and the host reads; then the GPU forms of AdamW, the "
           "gradient norm and the weight sketch on the step's sizes, and the optimizer's "
-          "fused kernels (optim.kernels=fused) beside libtorch's operations; then the loss's "
+          "fused kernels (optim.kernels=fused) beside libtorch's operations; a step under bf16 "
+          "autocast with the weights cast each use or once a step; then the loss's "
           "kernels and operand bytes, ATen's and the fused cross-entropy's, and a layer "
           "norm's, ATen's and the fused one's.\n"
           "Default: configs/gpt2-124m.yaml at T = 64, 2 micro-batches of 2 sequences, on "
@@ -368,6 +369,28 @@ int main(int argc, char** argv) {
                sketch.kernels, per_param(sketch), sketch_s);
     fmt::print("  {:<38} {:>8} {:>16.1f} {:>16.3f}\n", "weight sketch, its kernel",
                sketch_fused.kernels, per_param(sketch_fused), sketch_fused_s);
+    // One step as a GPU issues it under bf16 autocast (the CPU's autocast writes the casts out;
+    // the attention is the math one): autocast casting the matmuls' weights in every
+    // micro-batch, against the step's bf16 copies made once a step (trainer/step.cpp).
+    auto autocast_step = [&](bool once) {
+      wit::Compute c = run.compute;
+      c.bf16 = true;
+      c.bf16_weights_once = once;
+      auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *run.comm, c);
+      layout->init(1);
+      wit::train_step(*layout, run.plan.context());  // warm-up
+      return count_ops([&] { wit::train_step(*layout, run.plan.context()); }, true);
+    };
+    const Tally cast_each = autocast_step(false), cast_once = autocast_step(true);
+    fmt::print(
+        "\none step under bf16 autocast, as a GPU issues it (the CPU's autocast; math "
+        "attention), {} micro-batches:\n",
+        rc.train.micro_batches);
+    fmt::print("  {:<38} {:>8} {:>16}\n", "", "kernels", "operand GB");
+    fmt::print("  {:<38} {:>8} {:>16.2f}\n", "weights cast by autocast, each use",
+               cast_each.kernels, double(cast_each.bytes) / 1e9);
+    fmt::print("  {:<38} {:>8} {:>16.2f}\n", "weights cast once a step", cast_once.kernels,
+               double(cast_once.bytes) / 1e9);
     const auto [aten_ce, fused_ce] = cross_entropy_tallies(rc);
     const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len;
     // Operand bytes are linear in the rows: per row, and for a GPU micro-batch of 16 x 1024.
@@ -408,7 +431,8 @@ int main(int argc, char** argv) {
         "{:.1f}, \"adamw_fused\": {:.1f}, \"norm_ops\": {:.1f}, \"norm_fused\": {:.1f}}}, "
         "\"device_adamw_fused\": [{}, {:.4f}], \"device_norm_fused\": [{}, {:.4f}], "
         "\"sketch_bytes_per_param\": {{\"ops\": {:.1f}, \"kernel\": {:.1f}}}, "
-        "\"device_sketch_kernel\": [{}, {:.4f}]}}\n",
+        "\"device_sketch_kernel\": [{}, {:.4f}], \"autocast_step_cast_each\": [{}, {}], "
+        "\"autocast_step_cast_once\": [{}, {}]}}\n",
         config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
         step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
         norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
@@ -417,7 +441,8 @@ int main(int argc, char** argv) {
         aten_add.bytes / rows, fused_add.kernels, fused_add.bytes / rows, per_param(adamw),
         per_param(adamw_fused), per_param(norm), per_param(norm_fused), adamw_fused.kernels,
         adamw_fused_s, norm_fused.kernels, norm_fused_s, per_param(sketch), per_param(sketch_fused),
-        sketch_fused.kernels, sketch_fused_s);
+        sketch_fused.kernels, sketch_fused_s, cast_each.kernels, cast_each.bytes, cast_once.kernels,
+        cast_once.bytes);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

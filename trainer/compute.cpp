@@ -392,22 +392,21 @@ int64_t peak_device_bytes(const Compute& c) {
   return 0;
 }
 
-AutocastScope::AutocastScope(const Compute& c) : active_(c.bf16) {
+// On the compute's device: CUDA for a run (resolve_compute allows bf16 nowhere else); the CPU's
+// autocast for tests and benchmarks that write a GPU step's casts out on the CPU.
+AutocastScope::AutocastScope(const Compute& c) : active_(c.bf16), device_(c.device.type()) {
   if (!active_) return;
-#ifdef WIT_TORCH_CUDA
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-#else
-  fail("bf16 autocast needs a CUDA libtorch");
+#ifndef WIT_TORCH_CUDA
+  if (device_ == at::kCUDA) fail("bf16 autocast needs a CUDA libtorch");
 #endif
+  at::autocast::set_autocast_enabled(device_, true);
+  at::autocast::set_autocast_dtype(device_, at::kBFloat16);
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
-#ifdef WIT_TORCH_CUDA
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::set_autocast_enabled(device_, false);
   at::autocast::clear_cache();
-#endif
 }
 
 }  // namespace wit

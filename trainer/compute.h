@@ -21,6 +21,9 @@ struct Compute {
   std::string cross_entropy = "ops";  // ops, or fused (CUDA only)
   std::string layer_norm = "ops";     // ops, or fused (CUDA only)
   std::string optim_kernels = "ops";  // ops, or fused (the CPU's own arithmetic on CUDA)
+  // Under bf16: the matmuls' weights cast to bf16 once a step, not by autocast in every
+  // micro-batch (trainer/step.cpp; the same bits). Not a choice: off only to compare.
+  bool bf16_weights_once = true;
   bool is_cuda() const { return device.is_cuda(); }
   // Whether the norm and AdamW run as wit's fused kernels here (trainer/device_ops.h).
   bool fused_optimizer() const { return optim_kernels == "fused"; }
@@ -74,6 +77,7 @@ class AutocastScope {
 
  private:
   bool active_ = false;
+  c10::DeviceType device_;
 };
 
 }  // namespace wit

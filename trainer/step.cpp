@@ -3,6 +3,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstring>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "trainer/device_ops.h"
@@ -161,6 +164,53 @@ std::vector<torch::Tensor> leaves(const Layout& L, size_t u, const torch::Tensor
   return views;
 }
 
+// Under bf16 autocast every matmul casts its fp32 weight and bias to bf16 in each micro-batch's
+// forward (again when a unit is recomputed), and the cast's backward widens their bf16 gradients
+// to fp32 before they are added to the unit's gradient: two kernels a tensor a micro-batch, and
+// 12 bytes a parameter moved. Instead the step passes the matmuls bf16 copies as leaves, cast
+// once a step where the parameters are resident (ddp) and on each use where they are gathered
+// (fsdp), and adds their bf16 gradients into the fp32 gradient in one mixed-precision add. The
+// same bits: the copy is the cast autocast makes, the matmuls and their gradients are the same,
+// and the add is the same fp32 sum of the same values, in the same order.
+class Bf16Weights {
+ public:
+  explicit Bf16Weights(const Layout& L)
+      : on_(L.compute().bf16 && L.compute().bf16_weights_once),
+        keep_(L.params_resident()),
+        pending_(L.units().size()) {}
+  // For a forward without gradients: the kept copy of unit u's tensor i, else `value` itself
+  // (autocast casts it).
+  torch::Tensor value(size_t u, size_t i, const torch::Tensor& value) {
+    return on_ && keep_ ? copy(u, i, value) : value;
+  }
+  // In place of `leaf` (a leaf whose gradient is preset to a view of the unit's gradient): a bf16
+  // leaf whose gradient add_grads(u) adds into that view.
+  torch::Tensor leaf(size_t u, size_t i, const torch::Tensor& leaf) {
+    if (!on_) return leaf;
+    auto l = copy(u, i, leaf).detach().requires_grad_();
+    pending_[u].emplace_back(l, leaf.grad());
+    return l;
+  }
+  // After unit u's backward, before its gradient is handed on.
+  void add_grads(size_t u) {
+    for (auto& [l, g] : pending_[u])
+      if (l.grad().defined()) g.add_(l.grad());
+    pending_[u].clear();
+  }
+  void release() { kept_.clear(); }
+
+ private:
+  torch::Tensor copy(size_t u, size_t i, const torch::Tensor& value) {
+    if (!keep_) return value.detach().to(torch::kBFloat16);
+    auto& c = kept_[{u, i}];
+    if (!c.defined()) c = value.detach().to(torch::kBFloat16);  // its own allocation, aligned
+    return c;
+  }
+  bool on_, keep_;
+  std::map<std::pair<size_t, size_t>, torch::Tensor> kept_;
+  std::vector<std::vector<std::pair<torch::Tensor, torch::Tensor>>> pending_;  // (bf16, grad)
+};
+
 // Forward and backward of one micro-batch, unit by unit: embeddings (unit 0), blocks 1..L, and
 // the head (final norm, unit L+1, with the tied embedding). Each unit's gradient is handed to
 // the layout as soon as it is final: the head's, each block's last to first, the embeddings'
@@ -171,7 +221,8 @@ std::vector<torch::Tensor> leaves(const Layout& L, size_t u, const torch::Tensor
 //   the backward recomputes the unit with a graph from them (one unit in memory at a time).
 // Returns the micro-batch's token losses (detached, on the device): read after the last
 // micro-batch, so a GPU step does not wait for the host in between.
-torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen) {
+torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator gen,
+                               Bf16Weights& w16) {
   const auto& cfg = L.config();
   const size_t last = L.units().size() - 1;
   const bool recompute = L.recompute();
@@ -202,6 +253,8 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
       torch::Tensor pu = L.unit_params(u);
       auto p = recompute ? model::unit_tensors(L.specs(), L.units()[u], pu)
                          : leaves(L, u, pu, L.unit_grad(u));
+      for (size_t i : model::kBlockMatmulParams)
+        p[i] = recompute ? w16.value(u, i, p[i]) : w16.leaf(u, i, p[i]);
       outputs[u] = model::gpt_block(cfg, h, p, L.mask(), d);
       h = recompute ? outputs[u] : outputs[u].detach().requires_grad_();
     }
@@ -219,10 +272,11 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
     std::optional<model::Loss> loss;
     {
       AutocastScope autocast(L.compute());
-      loss = model::training_loss(cfg, model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], emb[0]),
-                                  mb.y);
+      loss = model::training_loss(
+          cfg, model::gpt_head_logits(cfg, xl, lnf[0], lnf[1], w16.leaf(0, 0, emb[0])), mb.y);
     }
     loss->objective.backward();
+    w16.add_grads(0);  // the head's part of wte's gradient, before the embedding's
     token_losses = loss->token_losses;
     grad = xl.grad();
     L.unit_grad_done(last);
@@ -232,6 +286,7 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
     if (recompute) {
       torch::Tensor pu = L.unit_params(u);
       auto p = leaves(L, u, pu, L.unit_grad(u));
+      for (size_t i : model::kBlockMatmulParams) p[i] = w16.leaf(u, i, p[i]);
       auto xin = inputs[u].detach().requires_grad_();
       model::Dropout d{cfg.dropout, true, gen_at[u].clone()};
       torch::Tensor out;
@@ -245,6 +300,7 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
       outputs[u].backward(grad);
       grad = inputs[u].grad();
     }
+    w16.add_grads(u);
     outputs[u] = inputs[u] = torch::Tensor();
     L.unit_grad_done(u);
   }
@@ -315,6 +371,7 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
   L.begin_grads(int64_t(mine.size()), ctx.canonical_reduction);
   // Each part of the step is a user scope wit::step::<part> in libtorch's profiler (free when
   // none runs), so a profile says which part each kernel belongs to (wit_bench_step_profile).
+  Bf16Weights w16(L);
   for (int64_t i : mine) {
     const PreparedMicroBatch p = [&] {
       RECORD_USER_SCOPE("wit::step::batch");
@@ -323,11 +380,12 @@ StepRecord train_step(Layout& L, const StepContext& ctx) {
     {
       RECORD_USER_SCOPE("wit::step::forward_backward");
       L.begin_micro_batch();
-      token_losses.push_back(forward_backward(L, p.batch, p.gen));
+      token_losses.push_back(forward_backward(L, p.batch, p.gen, w16));
     }
     RECORD_USER_SCOPE("wit::step::gradients");
     L.micro_batch_done();
   }
+  w16.release();  // before the update: the copies are of this step's parameters
   {
     RECORD_USER_SCOPE("wit::step::loss");
     const std::vector<double> values = loss_values(token_losses);

@@ -256,6 +256,66 @@ TEST(Step, ReadsTheHostOnceAfterItsMicroBatches) {
   EXPECT_TRUE(std::isfinite(rec.loss));
 }
 
+// Each step's (loss, gradient norm) over `steps` steps, and the parameters after the last.
+struct Trajectory {
+  std::vector<std::pair<float, float>> steps;
+  torch::Tensor params;
+};
+Trajectory trajectory(Layout& layout, const RunPlan& plan, int steps) {
+  Trajectory out;
+  for (int i = 0; i < steps; ++i) {
+    const StepRecord rec = train_step(layout, plan.context());
+    out.steps.emplace_back(rec.loss, rec.grad_norm);
+  }
+  out.params = layout.full_params();
+  return out;
+}
+
+// Under bf16 autocast the step casts the matmuls' weights and biases to bf16 once a step and
+// adds their bf16 gradients into the fp32 gradient itself, instead of autocast's cast in every
+// micro-batch and the cast's backward: the same bits. Here on the CPU, under the CPU's bf16
+// autocast (what a GPU step casts, written out): every step's loss and gradient norm and the
+// parameters after three steps are the same bits either way, with and without activation
+// checkpointing, and a step issues fewer casts.
+TEST(Step, Bf16WeightsCastOnceAStepGiveAutocastsBits) {
+  TinyStepRun tiny(3);
+  const RunConfig& rc = tiny.rc;
+  auto single = dist::make_single_process();
+  static int casts = 0;  // aten::_to_copy calls in one more step
+  auto run = [&](bool bf16, bool once, bool checkpoint) {
+    Compute c;
+    c.bf16 = bf16;
+    c.bf16_weights_once = once;
+    auto layout = make_layout(rc.dist_mode, rc.model, rc.train.micro_batches, *single, c);
+    layout->checkpoint_activations(checkpoint);
+    layout->init(init_seed(rc.train.seed));
+    const Trajectory out = trajectory(*layout, tiny.plan, 3);
+    casts = 0;
+    const auto handle = at::addGlobalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                       -> std::unique_ptr<at::ObserverContext> {
+          if (std::string(fn.name()) == "aten::_to_copy") ++casts;
+          return nullptr;
+        }).scopes({at::RecordScope::FUNCTION}));
+    train_step(*layout, tiny.plan.context());
+    at::removeCallback(handle);
+    return std::make_pair(out, casts);
+  };
+  auto same_bits = [](const Trajectory& a, const Trajectory& b) {
+    return a.steps.size() == b.steps.size() &&
+           std::memcmp(a.steps.data(), b.steps.data(), a.steps.size() * sizeof a.steps[0]) == 0 &&
+           torch::equal(a.params.view(torch::kInt32), b.params.view(torch::kInt32));
+  };
+  for (bool checkpoint : {false, true}) {
+    const auto [autocast, autocast_casts] = run(true, false, checkpoint);
+    const auto [once, once_casts] = run(true, true, checkpoint);
+    EXPECT_TRUE(same_bits(autocast, once)) << "activation checkpointing " << checkpoint;
+    EXPECT_LT(once_casts, autocast_casts) << "activation checkpointing " << checkpoint;
+    // The comparison sees bf16: fp32 gives other bits.
+    EXPECT_FALSE(same_bits(run(false, false, checkpoint).first, once));
+  }
+}
+
 // The step with wit's fused kernels (model.cross_entropy and model.layer_norm = fused, their CPU
 // forms; wit trains with them on CUDA only) follows the ATen operations' trajectory to rounding:
 // their gradients reach every unit's parameters through the step as ATen's do.
@@ -263,23 +323,13 @@ TEST(Step, TheFusedKernelsFollowTheAtenOperationsTrajectory) {
   TinyStepRun tiny(2);
   const RunConfig& rc = tiny.rc;
   auto single = dist::make_single_process();
-  struct Trajectory {
-    std::vector<std::pair<float, float>> steps;  // (loss, gradient norm) per step
-    torch::Tensor params;                        // after the last
-  };
   auto run = [&](const std::string& loss, const std::string& norm) {
     model::GPTConfig m = rc.model;
     m.cross_entropy = loss;
     m.layer_norm = norm;
     auto layout = make_layout(rc.dist_mode, m, rc.train.micro_batches, *single);
     layout->init(init_seed(rc.train.seed));
-    Trajectory out;
-    for (int i = 0; i < 3; ++i) {
-      const StepRecord rec = train_step(*layout, tiny.plan.context());
-      out.steps.emplace_back(rec.loss, rec.grad_norm);
-    }
-    out.params = layout->full_params();
-    return out;
+    return trajectory(*layout, tiny.plan, 3);
   };
   const Trajectory aten = run("ops", "ops");
   for (auto [loss, norm] : std::vector<std::pair<std::string, std::string>>{

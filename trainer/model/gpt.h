@@ -74,9 +74,13 @@ float mean_in_order(const float* losses, int64_t n);
 torch::Tensor gpt_embed(const GPTConfig& cfg, const torch::Tensor& wte, const torch::Tensor& wpe,
                         const torch::Tensor& idx, Dropout& dropout);  // (B,T,C)
 // p: the block's 12 tensors in spec order; x: (B,T,C)
+// Those of p that only its matmuls read (torch::linear's weights and biases): bf16 autocast casts
+// them to bf16, so a bf16 copy may be passed in their place, with the same result.
+constexpr size_t kBlockMatmulParams[] = {2, 3, 4, 5, 8, 9, 10, 11};
 torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x,
                         const std::vector<torch::Tensor>& p, const torch::Tensor& causal_mask,
                         Dropout& dropout);
+// wte: the head's matmul weight (the same may be a bf16 copy under bf16 autocast).
 torch::Tensor gpt_head_logits(const GPTConfig& cfg, const torch::Tensor& x,
                               const torch::Tensor& lnf_w, const torch::Tensor& lnf_b,
                               const torch::Tensor& wte);  // (B,T,V)

@@ -54,8 +54,13 @@ struct Counts {
   // only to zero a scratch buffer, where a GPU runs their own kernels (set per count, before the
   // hooks).
   std::set<std::string> whole;
+  // Counted as one kernel with their own operands, and what they call not at all: operations
+  // whose CPU form makes a temporary a GPU's one kernel does without (the CPU's mixed-precision
+  // add widens its bf16 operand into an fp32 copy first).
+  std::set<std::string> fold;
 };
 Counts counts;
+thread_local int folding = 0;  // fold operations in flight
 thread_local std::vector<bool> below_kernel;  // per operation in flight: called a kernel-shaped one
 thread_local std::vector<std::string> in_flight;  // names of the operations in flight
 
@@ -113,6 +118,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     counts.all[name] += 1;
     if (below_kernel.empty()) counts.top[name] += 1;
   }
+  if (counts.fold.count(name)) ++folding;
   below_kernel.push_back(false);
   in_flight.push_back(name);
   input_bytes.push_back(counts.want_bytes ? input_bytes_of(fn) : 0);
@@ -127,7 +133,10 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   in_flight.pop_back();
   const int64_t in_bytes = input_bytes.back();
   input_bytes.pop_back();
-  const bool kernel = (!above || counts.whole.count(name) > 0) && is_kernel_shaped(name);
+  const bool fold = counts.fold.count(name) > 0;
+  if (fold) --folding;
+  const bool kernel = fold || (folding == 0 && (!above || counts.whole.count(name) > 0) &&
+                               is_kernel_shaped(name));
   if (kernel) {
     // The two nearest callers that are not views, nearest first ("aten::clone < aten::contiguous"
     // would be a view's; autograd's nodes name the backward of an operation).
@@ -159,10 +168,12 @@ struct Tally {
 
 // Runs `fn` with the hooks on; what it issued (and with `bytes`, its operands' bytes).
 template <class Fn>
-Tally count_ops(Fn&& fn, bool bytes = false, std::set<std::string> whole = {}) {
+Tally count_ops(Fn&& fn, bool bytes = false, std::set<std::string> whole = {},
+                std::set<std::string> fold = {}) {
   {
     std::lock_guard<std::mutex> lock(counts.mu);
     counts.whole = std::move(whole);
+    counts.fold = std::move(fold);
     counts.all.clear();
     counts.top.clear();
     counts.kernels.clear();
@@ -379,7 +390,8 @@ int main(int argc, char** argv) {
       auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *run.comm, c);
       layout->init(1);
       wit::train_step(*layout, run.plan.context());  // warm-up
-      return count_ops([&] { wit::train_step(*layout, run.plan.context()); }, true);
+      return count_ops([&] { wit::train_step(*layout, run.plan.context()); }, true, {},
+                       {"aten::add_"});
     };
     const Tally cast_each = autocast_step(false), cast_once = autocast_step(true);
     fmt::print(

@@ -166,23 +166,19 @@ std::vector<torch::Tensor> leaves(const Layout& L, size_t u, const torch::Tensor
 
 // Under bf16 autocast every matmul casts its fp32 weight and bias to bf16 in each micro-batch's
 // forward (again when a unit is recomputed), and the cast's backward widens their bf16 gradients
-// to fp32 before they are added to the unit's gradient: two kernels a tensor a micro-batch, and
-// 12 bytes a parameter moved. Instead the step passes the matmuls bf16 copies as leaves, cast
-// once a step where the parameters are resident (ddp) and on each use where they are gathered
-// (fsdp), and adds their bf16 gradients into the fp32 gradient in one mixed-precision add. The
-// same bits: the copy is the cast autocast makes, the matmuls and their gradients are the same,
-// and the add is the same fp32 sum of the same values, in the same order.
+// to fp32 before they are added to the unit's gradient: two kernels a tensor a micro-batch.
+// Instead the step passes the matmuls bf16 copies as leaves and adds their bf16 gradients into
+// the fp32 gradient in one mixed-precision add. The copies are cast once a step where the
+// parameters are resident and the activations kept (ddp); on each use where the parameters are
+// gathered (fsdp) or the units recomputed (activation checkpointing keeps one unit's memory at a
+// time). The same bits: the copy is the cast autocast makes, the matmuls and their gradients are
+// the same, and the add is the same fp32 sum of the same values, in the same order.
 class Bf16Weights {
  public:
   explicit Bf16Weights(const Layout& L)
       : on_(L.compute().bf16 && L.compute().bf16_weights_once),
-        keep_(L.params_resident()),
+        keep_(L.params_resident() && !L.recompute()),
         pending_(L.units().size()) {}
-  // For a forward without gradients: the kept copy of unit u's tensor i, else `value` itself
-  // (autocast casts it).
-  torch::Tensor value(size_t u, size_t i, const torch::Tensor& value) {
-    return on_ && keep_ ? copy(u, i, value) : value;
-  }
   // In place of `leaf` (a leaf whose gradient is preset to a view of the unit's gradient): a bf16
   // leaf whose gradient add_grads(u) adds into that view.
   torch::Tensor leaf(size_t u, size_t i, const torch::Tensor& leaf) {
@@ -253,8 +249,8 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
       torch::Tensor pu = L.unit_params(u);
       auto p = recompute ? model::unit_tensors(L.specs(), L.units()[u], pu)
                          : leaves(L, u, pu, L.unit_grad(u));
-      for (size_t i : model::kBlockMatmulParams)
-        p[i] = recompute ? w16.value(u, i, p[i]) : w16.leaf(u, i, p[i]);
+      if (!recompute)  // (a forward without gradients leaves the casts to autocast)
+        for (size_t i : model::kBlockMatmulParams) p[i] = w16.leaf(u, i, p[i]);
       outputs[u] = model::gpt_block(cfg, h, p, L.mask(), d);
       h = recompute ? outputs[u] : outputs[u].detach().requires_grad_();
     }

@@ -395,8 +395,8 @@ int main(int argc, char** argv) {
     };
     const Tally cast_each = autocast_step(false), cast_once = autocast_step(true);
     fmt::print(
-        "\none step under bf16 autocast, as a GPU issues it (the CPU's autocast; math "
-        "attention), {} micro-batches:\n",
+        "\none step under bf16 autocast (the CPU's autocast, math attention; each add_ one "
+        "kernel), {} micro-batches:\n",
         rc.train.micro_batches);
     fmt::print("  {:<38} {:>8} {:>16}\n", "", "kernels", "operand GB");
     fmt::print("  {:<38} {:>8} {:>16.2f}\n", "weights cast by autocast, each use",

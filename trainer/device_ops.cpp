@@ -249,10 +249,11 @@ torch::Tensor sketch_table_on(const torch::Device& device) {
 witness::WeightSketch sketch_weights(const torch::Tensor& values, int64_t first) {
   if (values.is_cpu())
     return witness::sketch_weights(values.contiguous().data_ptr<float>(), first, values.numel());
-  if (!sketch_kernel_built() || !values.is_cuda() || values.dim() != 1 || !values.is_contiguous())
+  if (!sketch_kernel_built() || !values.is_cuda() || values.dim() != 1 ||
+      values.scalar_type() != torch::kFloat32 || !values.is_contiguous())
     return sketch_weights_by_ops(values, first);
-  // The kernel, checked once per device against the operations' form (both are exact), on
-  // parameters enough to span blocks (a process sketches the same range every step).
+  // The kernel, checked once per device and thread against the operations' form (both are
+  // exact), on parameters enough to span blocks (a run sketches the same range every step).
   thread_local std::vector<std::pair<torch::Device, bool>> kernel_agrees;
   const auto known = std::find_if(kernel_agrees.begin(), kernel_agrees.end(),
                                   [&](const auto& d) { return d.first == values.device(); });

@@ -3,9 +3,9 @@
 // loop that defines it (trainer/optim/adamw.h, record/sketch.h): the same bits as always.
 // On a GPU the same definitions run as torch operations on the device, with no floating-point
 // atomics (every reduction is over a fixed shape), so a GPU run gives the same bits every time
-// on the same GPU and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to the host, each
-// in one copy per call (a copy to the host is a wait for the device). The sketch is integers
-// mod 2^32, exact in any order: on a GPU it is one kernel (trainer/sketch_kernel.h).
+// on the same GPU and libraries; only 8 bytes per norm chunk and 16 bytes of sketch come back to
+// the host, each in one copy per call (a copy to the host is a wait for the device). The sketch
+// is integers mod 2^32, exact in any order: on a GPU it is one kernel (trainer/sketch_kernel.h).
 // The *_by_ops forms are the device implementations, callable on CPU tensors, so tests check
 // them against the definitions on any machine. With optim.kernels = fused (`fused` below) a GPU
 // runs the norm's partials and the AdamW update as one kernel each instead
@@ -48,7 +48,7 @@ bool fused_optimizer_built();
 
 // The sketch of `values` (fp32, 1-D), parameters [first_index, first_index + numel) of the flat
 // vector, the same integers on every device (exact): witness::sketch_weights on the CPU; on a
-// GPU its kernel where this build has it, else the operations' form. A process checks the kernel
+// GPU its kernel where this build has it, else the operations' form. A thread checks the kernel
 // against the operations' form on its first sketch of 2,048 parameters or more on each device;
 // a disagreement or a failed launch (a fault of the kernel there) is reported on stderr and the
 // operations' form used from then on.

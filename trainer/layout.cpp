@@ -164,7 +164,6 @@ class DdpLayout final : public Layout {
     return out;
   }
   torch::Tensor unit_params(size_t u) override { return slice(flat_, u); }
-  bool params_resident() const override { return true; }
   bool recompute() const override { return checkpoint_activations_; }
   void begin_grads(int64_t count, bool canonical) override {
     count_ = count;
@@ -390,7 +389,6 @@ class FsdpLayout final : public Layout {
     return sketch_weights(shard_.narrow(0, 0, owned()), begin_);
   }
   bool collective_forward() const override { return true; }
-  bool params_resident() const override { return false; }
 
  private:
   int64_t owned() const { return std::clamp<int64_t>(num_params_ - begin_, 0, shard_size_); }

@@ -107,9 +107,6 @@ class Layout {
   // A unit's parameters as one flat tensor: a view of the local buffer, or gathered
   // (collective).
   virtual torch::Tensor unit_params(size_t unit) = 0;
-  // Whether unit_params views parameters this rank holds whole, unchanged until the step's
-  // update (ddp), rather than gathering them anew on each call (fsdp).
-  virtual bool params_resident() const = 0;
   // Whether the backward recomputes each unit's forward from its saved input (fsdp: one unit's
   // parameters and graph in memory at a time) instead of keeping every unit's graph. The
   // recompute replays each unit's dropout generator, so the bits are the same either way.

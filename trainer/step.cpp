@@ -168,23 +168,23 @@ std::vector<torch::Tensor> leaves(const Layout& L, size_t u, const torch::Tensor
 // forward (again when a unit is recomputed), and the cast's backward widens their bf16 gradients
 // to fp32 before they are added to the unit's gradient: two kernels a tensor a micro-batch.
 // Instead the step passes the matmuls bf16 copies as leaves and adds their bf16 gradients into
-// the fp32 gradient in one mixed-precision add. The copies are cast once a step where the
-// parameters are resident and the activations kept (ddp); on each use where the parameters are
-// gathered (fsdp) or the units recomputed (activation checkpointing keeps one unit's memory at a
-// time). The same bits: the copy is the cast autocast makes, the matmuls and their gradients are
-// the same, and the add is the same fp32 sum of the same values, in the same order.
+// the fp32 gradient in one mixed-precision add. The copies are cast once a step where every
+// unit's activations are kept (ddp); on each use where units are recomputed (activation
+// checkpointing keeps one unit's memory at a time; fsdp always recomputes, gathering its
+// parameters anew). The same bits: the copy is the cast autocast makes, the matmuls and their
+// gradients are the same, and the add is the same fp32 sum of the same values, in the same order.
 class Bf16Weights {
  public:
   explicit Bf16Weights(const Layout& L)
       : on_(L.compute().bf16 && L.compute().bf16_weights_once),
-        keep_(L.params_resident() && !L.recompute()),
+        keep_(!L.recompute()),
         pending_(L.units().size()) {}
-  // In place of `leaf` (a leaf whose gradient is preset to a view of the unit's gradient): a bf16
-  // leaf whose gradient add_grads(u) adds into that view.
-  torch::Tensor leaf(size_t u, size_t i, const torch::Tensor& leaf) {
-    if (!on_) return leaf;
-    auto l = copy(u, i, leaf).detach().requires_grad_();
-    pending_[u].emplace_back(l, leaf.grad());
+  // In place of `fp32_leaf` (its gradient preset to a view of the unit's gradient): a bf16 leaf
+  // whose gradient add_grads(u) adds into that view.
+  torch::Tensor leaf(size_t u, size_t i, const torch::Tensor& fp32_leaf) {
+    if (!on_) return fp32_leaf;
+    auto l = copy(u, i, fp32_leaf).detach().requires_grad_();
+    pending_[u].emplace_back(l, fp32_leaf.grad());
     return l;
   }
   // After unit u's backward, before its gradient is handed on.

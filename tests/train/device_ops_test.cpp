@@ -310,11 +310,15 @@ TEST(DeviceOpsCuda, FusedWeightSketchIsTheDefinitionExactly) {
   const auto big_gpu = big.to(gpu);
   const auto want = witness::sketch_weights(big.data_ptr<float>(), 300, big_n);
   EXPECT_EQ(sketch_weights_fused(big_gpu, 300), want);
-  // A new thread, whose first sketch checks the kernel (the check is kept per thread).
+  // A new thread, whose first sketch checks the kernel (the check is kept per thread), and
+  // finds it agrees: no warning, so the kernel, not its fallback, gives the second.
+  testing::internal::CaptureStderr();
   std::thread([&] {
     EXPECT_EQ(sketch_weights(big_gpu, 300), want);  // the first call: kernel and check
     EXPECT_EQ(sketch_weights(big_gpu, 300), want);  // then the kernel alone
   }).join();
+  const std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(warned.find("the weight sketch's kernel"), std::string::npos) << warned;
   // A changed bit changes the sketch (the comparison can fail).
   auto w = big.clone();
   w[big_n - 1] = std::nextafter(w[big_n - 1].item<float>(), 1.0f);

@@ -289,7 +289,9 @@ void expect_bf16_weights_give_autocasts_bits(const Compute& compute, const model
     Compute c = compute;
     c.bf16 = bf16;
     c.bf16_weights_once = once;
-    auto layout = make_layout("ddp", m, tiny.rc.train.micro_batches, *single, c);
+    model::GPTConfig model = m;
+    if (!bf16) model.attention = "math";  // flash takes bf16 only
+    auto layout = make_layout("ddp", model, tiny.rc.train.micro_batches, *single, c);
     layout->checkpoint_activations(checkpoint);
     layout->init(init_seed(tiny.rc.train.seed));
     const Trajectory out = trajectory(*layout, tiny.plan, 3);

@@ -57,15 +57,6 @@ void backward_host(const T* logits, const int64_t* targets, const float* lse, co
   }
 }
 
-// Raw pointers in the arithmetic's terms: bf16 as its bit pattern.
-template <class F>
-void with_logit_type(const torch::Tensor& t, F&& f) {
-  if (t.scalar_type() == torch::kBFloat16)
-    f(reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()));
-  else
-    f(t.data_ptr<float>());
-}
-
 #ifdef WIT_MODEL_CUDA_KERNELS
 ce::LogitType logit_type(const torch::Tensor& t) {
   return t.scalar_type() == torch::kBFloat16 ? ce::LogitType::bf16 : ce::LogitType::f32;
@@ -108,7 +99,7 @@ std::pair<torch::Tensor, torch::Tensor> fused_cross_entropy_rows(const torch::Te
                  "forward");
 #endif
   } else {
-    with_logit_type(logits, [&](const auto* x) {
+    with_kernel_data(logits, [&](const auto* x) {
       forward_host(x, targets.data_ptr<int64_t>(), rows, V, loss.data_ptr<float>(),
                    lse.data_ptr<float>());
     });
@@ -142,7 +133,7 @@ torch::Tensor fused_cross_entropy_grad(const torch::Tensor& logits, const torch:
         "backward");
 #endif
   } else {
-    with_logit_type(logits, [&](const auto* x) {
+    with_kernel_data(logits, [&](const auto* x) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
       backward_host(x, targets.data_ptr<int64_t>(), lse.data_ptr<float>(), grad.data_ptr<float>(),
                     rows, V, reinterpret_cast<T*>(out.data_ptr()));

@@ -25,6 +25,16 @@ void require_kernels(const torch::Tensor& t, const char* what);
 // whole size: a second write of every output), on the CPU with torch::empty.
 torch::Tensor kernel_output(at::IntArrayRef sizes, const torch::TensorOptions& options);
 
+// f(t's data in the kernels' arithmetic's terms): bf16 as its bit pattern (uint16_t*), else
+// float*.
+template <class F>
+void with_kernel_data(const torch::Tensor& t, F&& f) {
+  if (t.scalar_type() == torch::kBFloat16)
+    f(reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()));
+  else
+    f(t.data_ptr<float>());
+}
+
 // One kernel on a GPU: a profiler scope named for it, with its operands (profiles and
 // wit_bench_step_ops see it as one launch). Costs a flag check when nothing is recording.
 class KernelScope {

@@ -53,15 +53,6 @@ void check_norm_launch(const char* error, const char* what) {
 }
 #endif
 
-// Raw pointers in the arithmetic's terms: bf16 as its bit pattern.
-template <class F>
-void with_norm_type(const torch::Tensor& t, F&& f) {
-  if (t.scalar_type() == torch::kBFloat16)
-    f(reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()));
-  else
-    f(t.data_ptr<float>());
-}
-
 // The CPU forms: each row's lanes in a loop, in the kernels' order (layer_norm_rows.h).
 float lanes_tree(float* lanes) {
   for (int s = ln::kLanes / 2; s > 0; s /= 2)
@@ -170,14 +161,14 @@ LayerNormRows forward_rows(const torch::Tensor& x, const torch::Tensor& w, const
         "forward");
 #endif
   } else {
-    with_norm_type(r.y, [&](auto* y) {
+    with_kernel_data(r.y, [&](auto* y) {
       auto run = [&](const auto* branch) {
         norm_forward_host(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), rows, C, y,
                           r.mean.data_ptr<float>(), r.rstd.data_ptr<float>(), residual, branch,
                           sum);
       };
       if (add)
-        with_norm_type(add->branch, run);
+        with_kernel_data(add->branch, run);
       else
         run(static_cast<const float*>(nullptr));
     });
@@ -238,7 +229,7 @@ LayerNormGrads backward_rows(const torch::Tensor& dy, const torch::Tensor& x,
         "backward");
 #endif
   } else {
-    with_norm_type(dy, [&](const auto* d) {
+    with_kernel_data(dy, [&](const auto* d) {
       auto run = [&](auto* branch) {
         norm_backward_host(d, x.data_ptr<float>(), w.data_ptr<float>(), mean.data_ptr<float>(),
                            rstd.data_ptr<float>(), rows, C, g.dx.data_ptr<float>(),

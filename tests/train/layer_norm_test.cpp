@@ -148,19 +148,6 @@ TEST(FusedLayerNorm, TheFusedResidualAddHasTheBitsOfTheAddThenTheNorm) {
   }
 }
 
-// bf16 autocast on the CPU, standing in for a GPU step's on CUDA.
-class CpuAutocast {
- public:
-  CpuAutocast() {
-    at::autocast::set_autocast_enabled(at::kCPU, true);
-    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-  }
-  ~CpuAutocast() {
-    at::autocast::set_autocast_enabled(at::kCPU, false);
-    at::autocast::clear_cache();
-  }
-};
-
 // The model's layer norm (model::layer_norm, as gpt.cpp calls it) under bf16 autocast: the fused
 // one writes bf16, what the matmul after it reads, and takes that matmul's bf16 gradient; the
 // matmul's output and every gradient are libtorch's to bf16 rounding.
@@ -194,24 +181,6 @@ TEST(FusedLayerNorm, UnderAutocastItWritesWhatTheNextMatmulReads) {
   for (auto [a, b] :
        {std::pair{got.out, want.out}, {got.dx, want.dx}, {got.dw, want.dw}, {got.db, want.db}})
     EXPECT_LE(max_diff(a, b), 1e-2 * max_abs(b));  // a few bf16 roundings of the largest value
-}
-
-// Integers to floats: inputs whose bits every CPU makes the same (randn's need not be).
-torch::Tensor pattern(int64_t n, uint32_t seed, float scale, float offset) {
-  auto t = torch::empty({n});
-  uint32_t s = seed;
-  for (int64_t i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    t[i] = float(int32_t(s >> 8) - (1 << 23)) / float(1 << 23) * scale + offset;
-  }
-  return t;
-}
-
-uint64_t fnv1a(const torch::Tensor& t, uint64_t h) {
-  const auto c = t.contiguous();
-  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-  for (size_t i = 0; i < size_t(c.nbytes()); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
 }
 
 // The arithmetic is its version's (model::kFusedLayerNormArithmetic): these bits, on every CPU

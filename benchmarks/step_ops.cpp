@@ -33,6 +33,7 @@
 #include "trainer/cpu_numerics.h"
 #include "trainer/device_ops.h"
 #include "trainer/model/cross_entropy.h"
+#include "trainer/model/bias_gelu.h"
 #include "trainer/model/layer_norm.h"
 #include "trainer/runtime.h"
 #include "trainer/step.h"
@@ -259,6 +260,34 @@ std::pair<Tally, Tally> layer_norm_tallies(const wit::RunConfig& rc, bool add) {
           count_ops([&] { norm(true); }, true)};
 }
 
+// The MLP's bias and GELU for one micro-batch (rows x 4C), forward and backward, as a GPU computes
+// it under bf16: ATen's matmul adds the bias in its epilogue (not counted: the matmul is the same
+// either way), libtorch's GELU reads its bf16 output, and the backward's GELU gradient is read
+// again for the bias's (linear's backward sums it over rows); the fused form reads the matmul's
+// bias-free output and the fp32 bias, and sums the bias's gradient in the pass that writes the
+// rows'.
+std::pair<Tally, Tally> gelu_tallies(const wit::RunConfig& rc) {
+  const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len, F = 4 * rc.model.n_embd;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto h0 = torch::randn({rows, F}, gen).to(torch::kBFloat16);
+  const auto dy = torch::randn({rows, F}, gen).to(torch::kBFloat16);
+  const auto b0 = torch::randn({F}, gen) * 0.1;
+  auto mlp = [&](bool fused) {
+    auto h = h0.detach().requires_grad_();
+    if (fused) {
+      auto b = b0.detach().requires_grad_();
+      wit::model::fused_bias_gelu(h, b).backward(dy);
+    } else {
+      torch::gelu(h, "tanh").backward(dy);
+      h.grad().sum(0);  // the bias's gradient, as linear's backward takes it
+    }
+  };
+  mlp(false), mlp(true);  // warm-up
+  // The CPU's sum zeroes its output before its loop; a GPU's reduction is one kernel.
+  return {count_ops([&] { mlp(false); }, true, {}, {"aten::sum"}),
+          count_ops([&] { mlp(true); }, true)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -432,6 +461,17 @@ int main(int argc, char** argv) {
                aten_add.bytes / rows, gb_at_16k(aten_add));
     fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused, residual add in front",
                fused_add.kernels, fused_add.bytes / rows, gb_at_16k(fused_add));
+    const auto [aten_gelu, fused_gelu] = gelu_tallies(rc);
+    fmt::print("\nthe MLP's bias and GELU for a micro-batch ({} rows x {}), forward and backward, "
+               "as a GPU computes it under bf16 autocast (the fused backward's one scope is two "
+               "launches; the CPU's sum, one GPU reduction, is counted as one kernel):\n",
+               rows, 4 * rc.model.n_embd);
+    fmt::print("  {:<38} {:>8} {:>16} {:>22}\n", "", "kernels", "operand bytes/row",
+               "GB at 16 x 1024 rows");
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "ATen (model.gelu=ops)", aten_gelu.kernels,
+               aten_gelu.bytes / rows, gb_at_16k(aten_gelu));
+    fmt::print("  {:<38} {:>8} {:>16} {:>22.3f}\n", "fused (model.gelu=fused)", fused_gelu.kernels,
+               fused_gelu.bytes / rows, gb_at_16k(fused_gelu));
     fmt::print(
         "json: {{\"config\": \"{}\", \"n_layer\": {}, \"micro_batches\": {}, "
         "\"kernel_ops\": {}, \"top_level_ops\": {}, \"all_ops\": {}, \"host_reads\": {}, "
@@ -444,7 +484,8 @@ int main(int argc, char** argv) {
         "\"device_adamw_fused\": [{}, {:.4f}], \"device_norm_fused\": [{}, {:.4f}], "
         "\"sketch_bytes_per_param\": {{\"ops\": {:.1f}, \"kernel\": {:.1f}}}, "
         "\"device_sketch_kernel\": [{}, {:.4f}], \"autocast_step_cast_each\": [{}, {}], "
-        "\"autocast_step_cast_once\": [{}, {}]}}\n",
+        "\"autocast_step_cast_once\": [{}, {}], \"gelu_aten\": [{}, {}], "
+        "\"gelu_fused\": [{}, {}]}}\n",
         config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
         step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
         norm.reads, norm_s, sketch.kernels, sketch.reads, sketch_s, aten_ce.kernels,
@@ -454,7 +495,8 @@ int main(int argc, char** argv) {
         per_param(adamw_fused), per_param(norm), per_param(norm_fused), adamw_fused.kernels,
         adamw_fused_s, norm_fused.kernels, norm_fused_s, per_param(sketch), per_param(sketch_fused),
         sketch_fused.kernels, sketch_fused_s, cast_each.kernels, cast_each.bytes, cast_once.kernels,
-        cast_once.bytes);
+        cast_once.bytes, aten_gelu.kernels, aten_gelu.bytes / rows, fused_gelu.kernels,
+        fused_gelu.bytes / rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

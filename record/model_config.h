@@ -23,6 +23,9 @@ struct GPTConfig {
   // The layer norms' kernels: "ops" (torch::layer_norm) or "fused" (trainer/model/layer_norm.h;
   // CUDA only).
   std::string layer_norm = "ops";
+  // The MLP's bias add and GELU: "ops" (torch::linear with the bias, then torch::gelu) or "fused"
+  // (trainer/model/bias_gelu.h; CUDA only).
+  std::string gelu = "ops";
 };
 
 }  // namespace wit::model

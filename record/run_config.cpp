@@ -35,6 +35,12 @@ const config::Schema& run_schema() {
                  "pass each way that writes the rows in the precision the next matmul reads: no "
                  "fp32 copy under bf16; CUDA only). Committed when fused",
                  {"ops", "fused"});
+    s.add_string("model", "gelu", "ops",
+                 "the MLP's bias add and GELU: ops (the bias in the matmul, then libtorch's GELU, "
+                 "every device), fused (the matmul without its bias, then one pass each way that "
+                 "adds the bias and applies the GELU, the bias's gradient summed in the same pass "
+                 "back; CUDA only). Committed when fused",
+                 {"ops", "fused"});
 
     s.add_string("model", "init_from", "",
                  "start from these weights instead of a random initialisation: a Hugging Face "
@@ -159,6 +165,7 @@ RunConfig run_config_from(const config::Config& c) {
   r.model.attention = c.get_string("model.attention");
   r.model.cross_entropy = c.get_string("model.cross_entropy");
   r.model.layer_norm = c.get_string("model.layer_norm");
+  r.model.gelu = c.get_string("model.gelu");
   r.init.from = c.get_string("model.init_from");
   r.init.sha256 = c.get_string("model.init_sha256");
   check_sha256_hex("model.init_sha256", r.init.sha256);
@@ -230,10 +237,11 @@ std::string committed_yaml(const config::Config& c) {
   const std::string& attention = c.get_string("model.attention");
   WIT_CHECK(attention != "auto", "model.attention = auto must be resolved before it is committed");
   if (attention == "math") exclude.push_back("model.attention");
-  // ATen's cross-entropy and layer norm, and the optimizer as libtorch operations, are what
+  // ATen's cross-entropy, layer norm and GELU, and the optimizer as libtorch operations, are what
   // every run before the keys trained with.
   if (c.get_string("model.cross_entropy") == "ops") exclude.push_back("model.cross_entropy");
   if (c.get_string("model.layer_norm") == "ops") exclude.push_back("model.layer_norm");
+  if (c.get_string("model.gelu") == "ops") exclude.push_back("model.gelu");
   if (c.get_string("optim.kernels") == "ops") exclude.push_back("optim.kernels");
   // The cosine schedule is what the keys left out mean (every run before them had it); the decay
   // fraction is part of the trajectory only under wsd.

@@ -13,6 +13,7 @@
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
 #include "trainer/model/cross_entropy.h"
+#include "trainer/model/bias_gelu.h"
 #include "trainer/model/kernels.h"
 #include "trainer/model/layer_norm.h"
 #include "trainer/optim/adamw.h"
@@ -56,6 +57,9 @@ std::vector<FusedKernel> fused_kernels(const Compute& c) {
   if (c.layer_norm == "fused")
     out.push_back({"model.layer_norm", "layer_norm", model::kFusedLayerNormArithmetic, false,
                    model::kernels_built()});
+  if (c.gelu == "fused")
+    out.push_back(
+        {"model.gelu", "gelu", model::kFusedGeluArithmetic, false, model::kernels_built()});
   if (c.fused_optimizer())
     out.push_back({"optim.kernels", "optim_kernels", optim::kFusedOptimizerArithmetic, true,
                    fused_optimizer_built()});
@@ -76,6 +80,7 @@ Compute committed_kernels(const RunConfig& rc) {
   Compute c;
   c.cross_entropy = rc.model.cross_entropy;
   c.layer_norm = rc.model.layer_norm;
+  c.gelu = rc.model.gelu;
   c.optim_kernels = rc.optim.kernels;
   return c;
 }
@@ -149,6 +154,7 @@ Compute resolve_compute(config::Config& cfg, int world_size, bool quiet) {
   // wit's fused kernels: CUDA (the model's CPU forms exist for tests, not for training).
   c.cross_entropy = cfg.get_string("model.cross_entropy");
   c.layer_norm = cfg.get_string("model.layer_norm");
+  c.gelu = cfg.get_string("model.gelu");
   c.optim_kernels = cfg.get_string("optim.kernels");
   for (const auto& k : fused_kernels(c)) {
     if (!c.is_cuda() && k.on_cpu) continue;  // the CPU's loops are that arithmetic
@@ -299,6 +305,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   // The fused kernels' CPU forms are for tests: a CPU replay computes with libtorch's operations.
   cpu.cross_entropy = "ops";
   cpu.layer_norm = "ops";
+  cpu.gelu = "ops";
   cpu.optim_kernels = rc.optim.kernels;  // the CPU computes the optimizer's definition either way
   // The sessions that trained on a GPU, and what decided their numerics.
   nlohmann::json ran_on = nlohmann::json::object();
@@ -349,7 +356,8 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
         "{}", "replay", run_schema(),
         {"train.device=cuda", "train.precision=" + rc.train.precision,
          "model.attention=" + rc.model.attention, "model.cross_entropy=" + rc.model.cross_entropy,
-         "model.layer_norm=" + rc.model.layer_norm, "optim.kernels=" + rc.optim.kernels,
+         "model.layer_norm=" + rc.model.layer_norm, "model.gelu=" + rc.model.gelu,
+         "optim.kernels=" + rc.optim.kernels,
          fmt::format("model.dropout={}", rc.model.dropout)});
     gpu = resolve_compute(c, world_size, /*quiet=*/true);
     here = facts_here(gpu);

@@ -20,6 +20,7 @@ struct Compute {
   std::string attention = "math";  // resolved: math or flash
   std::string cross_entropy = "ops";  // ops, or fused (CUDA only)
   std::string layer_norm = "ops";     // ops, or fused (CUDA only)
+  std::string gelu = "ops";           // ops, or fused (CUDA only)
   std::string optim_kernels = "ops";  // ops, or fused (the CPU's own arithmetic on CUDA)
   // Under bf16: the matmuls' weights cast to bf16 once a step, not by autocast in every
   // micro-batch (trainer/step.cpp; the same bits). Not a choice: off only to compare.
@@ -34,7 +35,7 @@ struct Compute {
 bool libtorch_has_cuda();
 
 // Resolves `cfg`'s train.device, train.precision, model.attention, model.cross_entropy,
-// model.layer_norm and optim.kernels for this process.
+// model.layer_norm, model.gelu and optim.kernels for this process.
 // model.attention = auto is written back into `cfg` as resolved (it is committed: the genesis
 // must name the kernel the run used); train.device stays as given (not committed). A process of
 // a job of `world_size` uses GPU (local rank mod visible GPUs), as the NCCL backend does. On CUDA

@@ -222,6 +222,7 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
   const auto& cfg = L.config();
   const size_t last = L.units().size() - 1;
   const bool recompute = L.recompute();
+  const std::vector<size_t> bf16_params = model::block_matmul_params(cfg);  // for w16
   std::vector<torch::Tensor> inputs(last), outputs(last);  // [u]: block u's input and output
   std::vector<torch::Generator> gen_at(last);              // [u]: generator before unit u
   torch::Tensor x0;  // the embedding's output (with a graph unless recomputing)
@@ -250,7 +251,7 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
       auto p = recompute ? model::unit_tensors(L.specs(), L.units()[u], pu)
                          : leaves(L, u, pu, L.unit_grad(u));
       if (!recompute)  // (a forward without gradients leaves the casts to autocast)
-        for (size_t i : model::kBlockMatmulParams) p[i] = w16.leaf(u, i, p[i]);
+        for (size_t i : bf16_params) p[i] = w16.leaf(u, i, p[i]);
       outputs[u] = model::gpt_block(cfg, h, p, L.mask(), d);
       h = recompute ? outputs[u] : outputs[u].detach().requires_grad_();
     }
@@ -282,7 +283,7 @@ torch::Tensor forward_backward(Layout& L, const MicroBatch& mb, torch::Generator
     if (recompute) {
       torch::Tensor pu = L.unit_params(u);
       auto p = leaves(L, u, pu, L.unit_grad(u));
-      for (size_t i : model::kBlockMatmulParams) p[i] = w16.leaf(u, i, p[i]);
+      for (size_t i : bf16_params) p[i] = w16.leaf(u, i, p[i]);
       auto xin = inputs[u].detach().requires_grad_();
       model::Dropout d{cfg.dropout, true, gen_at[u].clone()};
       torch::Tensor out;

@@ -149,6 +149,7 @@ bool Verification::open_run() {
   replay_model.attention = compute_->attention;
   replay_model.cross_entropy = compute_->cross_entropy;
   replay_model.layer_norm = compute_->layer_norm;
+  replay_model.gelu = compute_->gelu;
   // Gradients on GPUs travel as in training (NCCL, or staged through the host).
   device_comm_ = device_communicator(comm_, *compute_, /*quiet=*/!root_);
   // The verifier's layout, with the trainer's rules and messages (world size, M).

@@ -134,7 +134,7 @@ void expect_bf16_weights_give_autocasts_bits(const Compute& compute, const model
            torch::equal(a.params.view(torch::kInt32), b.params.view(torch::kInt32));
   };
   const int64_t M = tiny.rc.train.micro_batches;
-  const int64_t tensors = m.n_layer * int64_t(std::size(model::kBlockMatmulParams)) + 1;  // + wte
+  const int64_t tensors = m.n_layer * int64_t(model::block_matmul_params(m).size()) + 1;  // + wte
   for (bool checkpoint : {false, true}) {
     const auto [autocast, autocast_casts] = run(true, false, checkpoint);
     const auto [once, once_casts] = run(true, true, checkpoint);
@@ -146,10 +146,14 @@ void expect_bf16_weights_give_autocasts_bits(const Compute& compute, const model
   }
 }
 
-// On the CPU, under the CPU's bf16 autocast (what a GPU step casts, written out).
+// On the CPU, under the CPU's bf16 autocast (what a GPU step casts, written out); and with the
+// fused bias and GELU, which reads the MLP's first bias in fp32 itself (one copy fewer a block).
 TEST(Step, Bf16WeightsCastOnceAStepGiveAutocastsBits) {
   const TinyStepRun tiny(3);
   expect_bf16_weights_give_autocasts_bits(Compute{}, tiny.rc.model, tiny);
+  model::GPTConfig m = tiny.rc.model;
+  m.gelu = "fused";
+  expect_bf16_weights_give_autocasts_bits(Compute{}, m, tiny);
 }
 
 // On a GPU, with flash attention and the GPU's numerics pinned (launch/gpu-check runs it,
@@ -165,28 +169,37 @@ TEST(StepCuda, Bf16WeightsCastOnceAStepGiveAutocastsBits) {
   m.attention = c.attention;
   m.dropout = 0.0;
   expect_bf16_weights_give_autocasts_bits(c, m, tiny);
+  m.gelu = "fused";
+  expect_bf16_weights_give_autocasts_bits(c, m, tiny);
 }
 
-// The step with wit's fused kernels (model.cross_entropy and model.layer_norm = fused, their CPU
-// forms; wit trains with them on CUDA only) follows the ATen operations' trajectory to rounding:
-// their gradients reach every unit's parameters through the step as ATen's do.
+// The step with wit's fused kernels (model.cross_entropy, model.layer_norm and model.gelu = fused,
+// their CPU forms; wit trains with them on CUDA only) follows the ATen operations' trajectory to
+// rounding: their gradients reach every unit's parameters through the step as ATen's do.
 TEST(Step, TheFusedKernelsFollowTheAtenOperationsTrajectory) {
   TinyStepRun tiny(2);
   const RunConfig& rc = tiny.rc;
   auto single = dist::make_single_process();
-  auto run = [&](const std::string& loss, const std::string& norm) {
+  struct Kernels {
+    std::string loss, norm, gelu;
+  };
+  auto run = [&](const Kernels& k) {
     model::GPTConfig m = rc.model;
-    m.cross_entropy = loss;
-    m.layer_norm = norm;
+    m.cross_entropy = k.loss;
+    m.layer_norm = k.norm;
+    m.gelu = k.gelu;
     auto layout = make_layout(rc.dist_mode, m, rc.train.micro_batches, *single);
     layout->init(init_seed(rc.train.seed));
     return trajectory(*layout, tiny.plan, 3);
   };
-  const Trajectory aten = run("ops", "ops");
-  for (auto [loss, norm] : std::vector<std::pair<std::string, std::string>>{
-           {"fused", "ops"}, {"ops", "fused"}, {"fused", "fused"}}) {
-    const Trajectory fused = run(loss, norm);
-    const std::string which = "cross_entropy=" + loss + " layer_norm=" + norm;
+  const Trajectory aten = run({"ops", "ops", "ops"});
+  for (const Kernels& k : std::vector<Kernels>{{"fused", "ops", "ops"},
+                                               {"ops", "fused", "ops"},
+                                               {"ops", "ops", "fused"},
+                                               {"fused", "fused", "fused"}}) {
+    const Trajectory fused = run(k);
+    const std::string which =
+        "cross_entropy=" + k.loss + " layer_norm=" + k.norm + " gelu=" + k.gelu;
     for (size_t i = 0; i < aten.steps.size(); ++i) {
       const auto [want_loss, want_norm] = aten.steps[i];
       EXPECT_NEAR(fused.steps[i].first, want_loss, 1e-5 * want_loss) << which << ", step " << i;

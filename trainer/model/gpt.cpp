@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "trainer/model/bias_gelu.h"
 #include "trainer/model/layer_norm.h"
 
 namespace wit::model {
@@ -95,6 +96,11 @@ void init_params(const GPTConfig& cfg, uint64_t seed, int64_t lo, torch::Tensor&
 // ---------------------------------------------------------------------------------------------
 // Units and per-unit forward pieces
 
+std::vector<size_t> block_matmul_params(const GPTConfig& cfg) {
+  if (cfg.gelu == "fused") return {2, 3, 4, 5, 8, 10, 11};
+  return {2, 3, 4, 5, 8, 9, 10, 11};
+}
+
 std::vector<Unit> gpt_units(const GPTConfig& cfg) {
   const auto specs = gpt_param_specs(cfg);
   std::vector<Unit> units;
@@ -165,7 +171,7 @@ torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x_in,
   torch::Tensor x;
   std::tie(x, h) = add_layer_norm(cfg, x_in, dropout(torch::linear(y, projw, projb)), ln2w, ln2b);
   // MLP
-  h = torch::gelu(torch::linear(h, fcw, fcb), "tanh");
+  h = linear_gelu(cfg, h, fcw, fcb);
   return x + dropout(torch::linear(h, fc2w, fc2b));
 }
 

@@ -75,8 +75,9 @@ torch::Tensor gpt_embed(const GPTConfig& cfg, const torch::Tensor& wte, const to
                         const torch::Tensor& idx, Dropout& dropout);  // (B,T,C)
 // p: the block's 12 tensors in spec order; x: (B,T,C)
 // Those of p that only its matmuls read (torch::linear's weights and biases): bf16 autocast casts
-// them to bf16, so a bf16 copy may be passed in their place, with the same result.
-constexpr size_t kBlockMatmulParams[] = {2, 3, 4, 5, 8, 9, 10, 11};
+// them to bf16, so a bf16 copy may be passed in their place, with the same result. With
+// model.gelu = fused the MLP's first bias is read by the fused kernel, in fp32, instead.
+std::vector<size_t> block_matmul_params(const GPTConfig& cfg);
 torch::Tensor gpt_block(const GPTConfig& cfg, const torch::Tensor& x,
                         const std::vector<torch::Tensor>& p, const torch::Tensor& causal_mask,
                         Dropout& dropout);

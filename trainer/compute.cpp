@@ -12,8 +12,8 @@
 #include "trainer/device_ops.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/dist/gpu_determinism.h"
-#include "trainer/model/cross_entropy.h"
 #include "trainer/model/bias_gelu.h"
+#include "trainer/model/cross_entropy.h"
 #include "trainer/model/kernels.h"
 #include "trainer/model/layer_norm.h"
 #include "trainer/optim/adamw.h"
@@ -374,7 +374,7 @@ Compute replay_compute(const std::string& sessions_json, const RunConfig& rc, bo
   if (note)
     *note = fmt::format(
         "{}: replaying on the CPU in fp32 with the math attention and libtorch's "
-        "cross-entropy and layer norm, within the tolerance",
+        "cross-entropy, layer norm and GELU, within the tolerance",
         why);
   cpu.attention = "math";
   return cpu;

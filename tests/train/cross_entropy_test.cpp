@@ -41,11 +41,6 @@ std::pair<torch::Tensor, torch::Tensor> loss_and_grad(const torch::Tensor& logit
   return {loss.token_losses, x.grad()};
 }
 
-// Largest |a - b|, NaN where either has one the other does not.
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
 TEST(FusedCrossEntropy, MatchesTheAtenFormToRoundingInFp32) {
   // Narrower than the lanes, exactly the lanes, one past, and GPT-2's vocabulary.
   for (auto [rows, V] : std::vector<std::pair<int64_t, int64_t>>{

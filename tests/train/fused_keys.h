@@ -48,6 +48,12 @@ inline uint64_t fnv1a(const torch::Tensor& t, uint64_t h) {
   return h;
 }
 
+// Largest |a - b|, NaN where either has one the other does not; largest |a|.
+inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+inline double max_abs(const torch::Tensor& a) { return a.abs().max().item<double>(); }
+
 // bf16 autocast on the CPU, standing in for a GPU step's on CUDA.
 class CpuAutocast {
  public:

@@ -45,11 +45,6 @@ Result run(const Case& c, bool fused, torch::ScalarType out = torch::kFloat32) {
   return {y.detach(), x.grad(), w.grad(), b.grad()};
 }
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-double max_abs(const torch::Tensor& a) { return a.abs().max().item<double>(); }
-
 TEST(FusedLayerNorm, MatchesTheAtenFormToRoundingInFp32) {
   // One column, narrower than the lanes, the lanes, one past, GPT-2's widths; 130 rows end in a
   // partial chunk of the weight gradients' sums.

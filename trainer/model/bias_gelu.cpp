@@ -27,8 +27,9 @@ void check_gelu_rows(const torch::Tensor& h, const torch::Tensor& b) {
             "fused bias and GELU: the rows must be a contiguous (rows, C) fp32 or bf16 tensor, "
             "not {} {}",
             c10::toString(t), c10::str(h.sizes()));
+  // The kernels' grid: a block per chunk of rows, and up to 65,535 blocks of 256 columns.
   WIT_CHECK(h.size(0) / gelu::kChunkRows < std::numeric_limits<int32_t>::max() &&
-                h.size(1) < int64_t(1) << 24,
+                h.size(1) <= int64_t(65535) * 256,
             "fused bias and GELU: {} rows of {}, over a kernel grid", h.size(0), h.size(1));
   WIT_CHECK(b.dim() == 1 && b.size(0) == h.size(1) && b.is_contiguous() &&
                 b.scalar_type() == torch::kFloat32 && b.device() == h.device(),

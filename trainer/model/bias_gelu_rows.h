@@ -21,11 +21,13 @@
 
 namespace wit::model::gelu {
 
-constexpr int64_t kChunkRows = 64;
 constexpr float kSqrt2OverPi = 0.797884560802865f;
 constexpr float kCubic = 0.044715f;
 constexpr float kCubic3 = 0.134145f;  // 3 * kCubic, the derivative's
 
+using kernel::chunk_end;
+using kernel::chunks;
+using kernel::kChunkRows;
 using kernel::load;
 using kernel::store;
 
@@ -44,13 +46,9 @@ WIT_KERNEL_HD float gelu_grad_at(float z) {
   const float e = e_at(z);
   const float s = 1.0f / (1.0f + e);
   const float one_minus_s = e == INFINITY ? 1.0f : e * s;  // s = 0: inf * 0 would be NaN
+  // For |z| above about 1.8e19, z * z overflows and the gradient is NaN, as tanh's form gives.
   const float du = kSqrt2OverPi * (1.0f + kCubic3 * (z * z));
   return s + z * (2.0f * du) * s * one_minus_s;
-}
-
-WIT_KERNEL_HD int64_t chunks(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
-WIT_KERNEL_HD int64_t chunk_end(int64_t k, int64_t rows) {
-  return (k + 1) * kChunkRows < rows ? (k + 1) * kChunkRows : rows;
 }
 
 // Forward, chunk k of rows at column j: y = gelu(h + b) in y's type.

@@ -48,8 +48,8 @@ WIT_KERNEL_HD float pow2(int k) { return float_from_bits(uint32_t(k + 127) << 23
 // NaN.
 WIT_KERNEL_HD float exp_of(float x) {
   if (x != x) return x;
-  if (x > 88.72283935546875f) return INFINITY;  // above ln(FLT_MAX)
-  if (x < -103.97208404541015625f) return 0.0f;  // below ln of half the smallest subnormal
+  if (x > 88.72283935546875f) return INFINITY;     // e^x above FLT_MAX (this bound itself: inf too)
+  if (x < -103.97208404541015625f) return 0.0f;    // below ln of half the smallest subnormal
   const float t = x * 1.44269502162933349609375f;  // x / ln 2
   const int k = int(t < 0.0f ? t - 0.5f : t + 0.5f);
   const float kf = float(k);
@@ -64,6 +64,14 @@ WIT_KERNEL_HD float exp_of(float x) {
   p = p * r + 1.0f;
   const int k1 = k / 2;
   return p * pow2(k1) * pow2(k - k1);
+}
+
+// Sums over rows (a bias's or a norm weight's gradient) go in chunks of kChunkRows rows, each in
+// row order, then the chunks in order: the same bits whatever the GPU's size.
+constexpr int64_t kChunkRows = 64;
+WIT_KERNEL_HD int64_t chunks(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
+WIT_KERNEL_HD int64_t chunk_end(int64_t k, int64_t rows) {
+  return (k + 1) * kChunkRows < rows ? (k + 1) * kChunkRows : rows;
 }
 
 // Values are fp32 (float) or bf16 (its bits, uint16_t), computed on in fp32.

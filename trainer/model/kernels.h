@@ -1,4 +1,4 @@
-// What wit's own CUDA kernels (model.cross_entropy = fused, model.layer_norm = fused) share:
+// What wit's own CUDA kernels (model.cross_entropy, model.layer_norm, model.gelu = fused) share:
 // whether this build has them, the compiler that built them, and a profiler scope for a launch.
 #pragma once
 

@@ -23,9 +23,11 @@
 namespace wit::model::ln {
 
 constexpr int kLanes = 32;
-constexpr int64_t kChunkRows = 64;
 constexpr float kEps = 1e-5f;  // GPT-2's
 
+using kernel::chunk_end;
+using kernel::chunks;
+using kernel::kChunkRows;
 using kernel::load;
 using kernel::store;
 
@@ -87,16 +89,13 @@ WIT_KERNEL_HD float dx_at(float g, float xhat, float sum_g, float sum_gx, float 
   return (g - sum_g / float(C) - xhat * (sum_gx / float(C))) * rstd;
 }
 
-WIT_KERNEL_HD int64_t chunks(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
-
 // Chunk k's sums, in row order, of dy * xhat (into partials[k, j]) and dy (partials[n + k, j])
 // at column j; partials is (2n, C) for n = chunks(rows).
 template <class D>
 WIT_KERNEL_HD void chunk_sums(const D* dy, const float* x, const float* mean, const float* rstd,
                               int64_t rows, int64_t C, int64_t k, int64_t j, float* partials) {
   float sw = 0.0f, sb = 0.0f;
-  const int64_t end = (k + 1) * kChunkRows < rows ? (k + 1) * kChunkRows : rows;
-  for (int64_t r = k * kChunkRows; r < end; ++r) {
+  for (int64_t r = k * kChunkRows; r < chunk_end(k, rows); ++r) {
     const float d = load(dy + r * C, j);
     sw += d * xhat_at(x[r * C + j], mean[r], rstd[r]);
     sb += d;

@@ -206,8 +206,9 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
 
 // On a GPU (launch/gpu-check runs it; skipped here): the fused kernels give the CPU loops' bits,
 // not merely their values to rounding. Chunks that end early, ranges shorter than their tensors
-// (an FSDP shard's), segments that start past element 0, squares beyond fp32's range, and
-// updates with and without decay; and a GPU session names the kernels among its facts.
+// (an FSDP shard's), segments that start past element 0, squares beyond fp32's range, updates
+// with and without decay, an update longer than the kernel's grid (its grid-stride turns); and
+// a GPU session names the kernels among its facts.
 TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
   if (!libtorch_has_cuda() || !torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   const torch::Device gpu(torch::kCUDA, 0);
@@ -242,6 +243,19 @@ TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
   EXPECT_TRUE(same_bits(vd, v));
   EXPECT_TRUE(std::signbit(p[lo + 9].item<float>()));  // the −0 case is in the comparison
   EXPECT_TRUE(torch::equal(p.narrow(0, 0, lo), random_values(n + extra, 8).narrow(0, 0, lo)));
+
+  // Past the kernel's 65,536 blocks of 256 threads: elements 16,777,216 on take a second turn.
+  const int64_t big = (int64_t(1) << 24) + 4321;
+  auto pb = random_values(big, 9), mb = random_values(big, 10) * 0.01,
+       vb = random_values(big, 11).abs() * 1e-4, gb = random_values(big, 12);
+  auto pbd = pb.to(gpu), mbd = mb.to(gpu), vbd = vb.to(gpu);
+  const std::vector<optim::DecaySegment> big_segs = {{0, big / 2, true}, {big / 2, big, false}};
+  optim::adamw_update(pb.data_ptr<float>(), gb.data_ptr<float>(), mb.data_ptr<float>(),
+                      vb.data_ptr<float>(), big, big_segs, 7, h);
+  adamw_update(pbd, gb.to(gpu), mbd, vbd, big, big_segs, 7, h, /*fused=*/true);
+  EXPECT_TRUE(same_bits(pbd, pb)) << "past the grid";
+  EXPECT_TRUE(same_bits(mbd, mb)) << "past the grid";
+  EXPECT_TRUE(same_bits(vbd, vb)) << "past the grid";
 
   auto cfg = config::Config::parse("{}", "test", run_schema(),
                                    {"train.device=cuda", "optim.kernels=fused"});

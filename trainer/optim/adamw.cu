@@ -58,9 +58,13 @@ const char* launched() {
   return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
 }
 
+// At most 65,536 blocks (16.7M elements a turn, far more threads than a GPU holds at once),
+// then grid-stride: a 124M model's update already takes several turns, and so does the test's
+// largest case.
+constexpr int64_t kMaxBlocks = int64_t(1) << 16;
 unsigned blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < (int64_t(1) << 20) ? b : (int64_t(1) << 20));  // then grid-stride
+  return unsigned(b < kMaxBlocks ? b : kMaxBlocks);
 }
 
 }  // namespace

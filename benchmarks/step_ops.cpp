@@ -412,17 +412,21 @@ int main(int argc, char** argv) {
     // One step as a GPU issues it under bf16 autocast (the CPU's autocast writes the casts out;
     // the attention is the math one): autocast casting the matmuls' weights in every
     // micro-batch, against the step's bf16 copies made once a step (trainer/step.cpp).
-    auto autocast_step = [&](bool once) {
+    // With `fused`, also every fused model key, as their CPU forms (each kernel one launch).
+    auto autocast_step = [&](bool once, bool fused = false) {
       wit::Compute c = run.compute;
       c.bf16 = true;
       c.bf16_weights_once = once;
-      auto layout = wit::make_layout("ddp", rc.model, rc.train.micro_batches, *run.comm, c);
+      wit::model::GPTConfig m = rc.model;
+      if (fused) m.cross_entropy = m.layer_norm = m.gelu = "fused";
+      auto layout = wit::make_layout("ddp", m, rc.train.micro_batches, *run.comm, c);
       layout->init(1);
       wit::train_step(*layout, run.plan.context());  // warm-up
       return count_ops([&] { wit::train_step(*layout, run.plan.context()); }, true, {},
                        {"aten::add_"});
     };
-    const Tally cast_each = autocast_step(false), cast_once = autocast_step(true);
+    const Tally cast_each = autocast_step(false), cast_once = autocast_step(true),
+                all_fused = autocast_step(true, true);
     fmt::print(
         "\none step under bf16 autocast (the CPU's autocast, math attention; each add_ one "
         "kernel), {} micro-batches:\n",
@@ -432,6 +436,8 @@ int main(int argc, char** argv) {
                cast_each.kernels, double(cast_each.bytes) / 1e9);
     fmt::print("  {:<38} {:>8} {:>16.2f}\n", "weights cast once a step", cast_once.kernels,
                double(cast_once.bytes) / 1e9);
+    fmt::print("  {:<38} {:>8} {:>16.2f}\n", "once a step, fused CE, LN and GELU",
+               all_fused.kernels, double(all_fused.bytes) / 1e9);
     const auto [aten_ce, fused_ce] = cross_entropy_tallies(rc);
     const int64_t rows = rc.train.micro_batch_size * rc.data.seq_len;
     // Operand bytes are linear in the rows: per row, and for a GPU micro-batch of 16 x 1024.
@@ -484,7 +490,8 @@ int main(int argc, char** argv) {
         "\"device_adamw_fused\": [{}, {:.4f}], \"device_norm_fused\": [{}, {:.4f}], "
         "\"sketch_bytes_per_param\": {{\"ops\": {:.1f}, \"kernel\": {:.1f}}}, "
         "\"device_sketch_kernel\": [{}, {:.4f}], \"autocast_step_cast_each\": [{}, {}], "
-        "\"autocast_step_cast_once\": [{}, {}], \"gelu_aten\": [{}, {}], "
+        "\"autocast_step_cast_once\": [{}, {}], \"autocast_step_all_fused\": [{}, {}], "
+        "\"gelu_aten\": [{}, {}], "
         "\"gelu_fused\": [{}, {}]}}\n",
         config.filename().string(), rc.model.n_layer, rc.train.micro_batches, step.kernels,
         step.top, step.all, step.reads, adamw.kernels, adamw.reads, adamw_s, norm.kernels,
@@ -495,7 +502,7 @@ int main(int argc, char** argv) {
         per_param(adamw_fused), per_param(norm), per_param(norm_fused), adamw_fused.kernels,
         adamw_fused_s, norm_fused.kernels, norm_fused_s, per_param(sketch), per_param(sketch_fused),
         sketch_fused.kernels, sketch_fused_s, cast_each.kernels, cast_each.bytes, cast_once.kernels,
-        cast_once.bytes, aten_gelu.kernels, aten_gelu.bytes / rows, fused_gelu.kernels,
+        cast_once.bytes, all_fused.kernels, all_fused.bytes, aten_gelu.kernels, aten_gelu.bytes / rows, fused_gelu.kernels,
         fused_gelu.bytes / rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());

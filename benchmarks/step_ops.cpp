@@ -502,8 +502,8 @@ int main(int argc, char** argv) {
         per_param(adamw_fused), per_param(norm), per_param(norm_fused), adamw_fused.kernels,
         adamw_fused_s, norm_fused.kernels, norm_fused_s, per_param(sketch), per_param(sketch_fused),
         sketch_fused.kernels, sketch_fused_s, cast_each.kernels, cast_each.bytes, cast_once.kernels,
-        cast_once.bytes, all_fused.kernels, all_fused.bytes, aten_gelu.kernels, aten_gelu.bytes / rows, fused_gelu.kernels,
-        fused_gelu.bytes / rows);
+        cast_once.bytes, all_fused.kernels, all_fused.bytes, aten_gelu.kernels,
+        aten_gelu.bytes / rows, fused_gelu.kernels, fused_gelu.bytes / rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "wit_bench_step_ops: error: {}\n", e.what());
     return 1;

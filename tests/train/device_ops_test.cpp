@@ -249,7 +249,9 @@ TEST(DeviceOpsCuda, FusedOptimizerKernelsGiveTheCpusBits) {
   auto pb = random_values(big, 9), mb = random_values(big, 10) * 0.01,
        vb = random_values(big, 11).abs() * 1e-4, gb = random_values(big, 12);
   auto pbd = pb.to(gpu), mbd = mb.to(gpu), vbd = vb.to(gpu);
-  const std::vector<optim::DecaySegment> big_segs = {{0, big / 2, true}, {big / 2, big, false}};
+  // The second turn holds both: the decay ends 1,000 elements into it.
+  const int64_t edge = (int64_t(1) << 24) + 1000;
+  const std::vector<optim::DecaySegment> big_segs = {{0, edge, true}, {edge, big, false}};
   optim::adamw_update(pb.data_ptr<float>(), gb.data_ptr<float>(), mb.data_ptr<float>(),
                       vb.data_ptr<float>(), big, big_segs, 7, h);
   adamw_update(pbd, gb.to(gpu), mbd, vbd, big, big_segs, 7, h, /*fused=*/true);
